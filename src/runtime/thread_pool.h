@@ -1,0 +1,50 @@
+// A persistent thread pool: threads are created once and reused for every parallel op, so a
+// decode step (hundreds of matmuls) costs no thread creation. The calling thread takes part as
+// worker 0. parallel_for splits [0, n) into one contiguous range per worker.
+#pragma once
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace boltrt {
+
+// Physical cores (not hyper-threads) of this machine; at least 1.
+int physical_core_count();
+
+class ThreadPool {
+ public:
+  // n_threads >= 1; n_threads - 1 workers are started (the caller is the n-th).
+  explicit ThreadPool(int n_threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return n_threads_; }
+
+  // Runs fn(thread_index) on every thread (0 .. size()-1) and waits for all of them.
+  void run(const std::function<void(int thread)>& fn);
+
+  // Splits [0, n) into size() contiguous chunks, aligned to `grain`, and runs
+  // fn(begin, end, thread) for each non-empty chunk. Waits for all.
+  void parallel_for(int64_t n, int64_t grain,
+                    const std::function<void(int64_t begin, int64_t end, int thread)>& fn);
+
+ private:
+  void worker_loop(int index);
+
+  int n_threads_;
+  std::vector<std::thread> workers_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::condition_variable done_;
+  const std::function<void(int)>* job_ = nullptr;
+  uint64_t generation_ = 0;
+  int pending_ = 0;
+  bool stop_ = false;
+};
+
+}  // namespace boltrt

@@ -1,0 +1,23 @@
+// boltrt::Error — the one exception type the engine throws for bad input and failed resources.
+// Its message is a single line that names the thing that is wrong (file, field, byte offset,
+// tensor name, ...). The CLI prints it as "boltrt: error: <message>" and exits non-zero.
+#pragma once
+#include <fmt/format.h>
+
+#include <stdexcept>
+#include <string>
+
+namespace boltrt {
+
+class Error : public std::runtime_error {
+ public:
+  explicit Error(const std::string& message) : std::runtime_error(message) {}
+};
+
+// fail("{}: tensor '{}' has shape {}", path, name, shape) — format and throw.
+template <typename... Args>
+[[noreturn]] void fail(fmt::format_string<Args...> format, Args&&... args) {
+  throw Error(fmt::format(format, std::forward<Args>(args)...));
+}
+
+}  // namespace boltrt

@@ -1,0 +1,18 @@
+// Paths tests need: the source tree, the build tree, the boltrt CLI, and optional references.
+#pragma once
+#include <string>
+
+namespace boltrt::test {
+
+std::string source_dir();  // repository root
+std::string binary_dir();  // CMake build directory
+std::string cli_path();    // the built `boltrt` executable
+// A fresh, empty directory under the build tree for this test (removed and recreated).
+std::string scratch_dir(const std::string& name);
+// llama-ref's bin directory ($LLAMA_REF_BIN, else $HOME/.cache/llama-ref/build/bin) or "" when
+// absent. Tests that need it skip with a message naming the build command.
+std::string llama_ref_bin();
+// Runs a shell command, returns its exit status; stdout+stderr go to *output when given.
+int run_command(const std::string& command, std::string* output = nullptr);
+
+}  // namespace boltrt::test

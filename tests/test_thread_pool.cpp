@@ -1,0 +1,38 @@
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <vector>
+
+#include "runtime/thread_pool.h"
+
+namespace boltrt {
+
+TEST(ThreadPool, ParallelForCoversEveryIndexOnce) {
+  for (int threads : {1, 2, 3, 8}) {
+    ThreadPool pool(threads);
+    for (int64_t n : {0, 1, 7, 33, 1000}) {
+      for (int64_t grain : {1, 4, 64}) {
+        std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+        pool.parallel_for(n, grain, [&](int64_t b, int64_t e, int t) {
+          EXPECT_GE(t, 0);
+          EXPECT_LT(t, threads);
+          for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)]++;
+        });
+        for (auto& h : hits) EXPECT_EQ(h.load(), 1);
+      }
+    }
+  }
+}
+
+TEST(ThreadPool, RunUsesEveryThreadAndIsReusable) {
+  ThreadPool pool(4);
+  for (int round = 0; round < 200; ++round) {
+    std::atomic<int> mask{0};
+    pool.run([&](int t) { mask |= 1 << t; });
+    ASSERT_EQ(mask.load(), 0xF);
+  }
+}
+
+TEST(ThreadPool, PhysicalCoresAtLeastOne) { EXPECT_GE(physical_core_count(), 1); }
+
+}  // namespace boltrt

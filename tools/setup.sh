@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs what boltrt needs to build and test, from Debian's packages only (CMake downloads
+# nothing). Idempotent: installs only what is missing. Run as root or with sudo available.
+set -euo pipefail
+PKGS=(build-essential cmake ninja-build ccache pkg-config clang libclang-rt-14-dev
+      libgtest-dev libgmock-dev libbenchmark-dev libfmt-dev libcli11-dev nlohmann-json3-dev
+      libedit-dev python3 python3-numpy git nodejs npm)
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO=sudo
+  echo "setup: installing ${missing[*]}" >&2
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it (.ci/run calls this):
+#   1. setup (Debian packages), test data that scripts make (never committed)
+#   2. Release build, warnings as errors, CUDA compiled when nvcc exists; all tests
+#   3. clang ASan+UBSan build; all tests
+#   4. libFuzzer run of the GGUF reader
+# Usage: tools/test.sh [--quick]   (--quick: Release build and tests only)
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+JOBS=${JOBS:-$(nproc)}
+QUICK=0; [[ ${1:-} == --quick ]] && QUICK=1
+start=$(date +%s)
+stamp() { echo "== $(($(date +%s) - start))s: $*"; }
+
+stamp "setup"
+tools/setup.sh
+tools/fetch-test-data.sh
+
+stamp "Release build"
+cmake -S . -B build/ci-release -G Ninja -DCMAKE_BUILD_TYPE=Release -DBOLTRT_WERROR=ON >/dev/null
+cmake --build build/ci-release -j"$JOBS"
+stamp "Release tests"
+ctest --test-dir build/ci-release --output-on-failure -j"$JOBS"
+
+if ((QUICK)); then stamp "done (quick)"; exit 0; fi
+
+stamp "ASan+UBSan build (clang)"
+CC=clang CXX=clang++ cmake -S . -B build/ci-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DBOLTRT_SANITIZE=ON -DBOLTRT_WERROR=ON -DBOLTRT_CUDA=OFF -DBOLTRT_BENCH=OFF -DBOLTRT_FUZZ=ON >/dev/null
+cmake --build build/ci-asan -j"$JOBS"
+stamp "ASan+UBSan tests"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir build/ci-asan --output-on-failure -j"$JOBS"
+
+stamp "fuzz the GGUF reader"
+for f in build/ci-asan/fuzz_*; do
+  [[ -x $f ]] || continue
+  name=$(basename "$f")
+  corpus=build/ci-asan/corpus-$name; mkdir -p "$corpus"
+  seeds=(); [[ -d tests/data/fuzz/$name ]] && seeds=(tests/data/fuzz/$name)
+  "$f" -runs="${FUZZ_RUNS:-300000}" -max_len=65536 -timeout=10 "$corpus" "${seeds[@]}" 2>&1 | tail -n 3
+done
+stamp "all passed"
