@@ -1,6 +1,8 @@
 // Row dequantization: one loop over the blocks of a row per type (see unpack.h for the math).
 #include "quant/dequantize.h"
 
+#include <cstring>
+
 #include "quant/blocks.h"
 #include "quant/fp16.h"
 #include "quant/unpack.h"
@@ -25,19 +27,26 @@ void dequantize_row(GgmlType type, const void* src, float* dst, int64_t n) {
          traits.block_size);
   }
   switch (type) {
-    case GgmlType::F32: {
-      const auto* x = static_cast<const float*>(src);
-      for (int64_t i = 0; i < n; ++i) dst[i] = x[i];
+    // Float rows are read with memcpy: src need not be aligned.
+    case GgmlType::F32:
+      std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
       return;
-    }
     case GgmlType::F16: {
-      const auto* x = static_cast<const uint16_t*>(src);
-      for (int64_t i = 0; i < n; ++i) dst[i] = fp16_to_fp32(x[i]);
+      const auto* x = static_cast<const uint8_t*>(src);
+      for (int64_t i = 0; i < n; ++i) {
+        uint16_t h;
+        std::memcpy(&h, x + 2 * i, 2);
+        dst[i] = fp16_to_fp32(h);
+      }
       return;
     }
     case GgmlType::BF16: {
-      const auto* x = static_cast<const uint16_t*>(src);
-      for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_fp32(x[i]);
+      const auto* x = static_cast<const uint8_t*>(src);
+      for (int64_t i = 0; i < n; ++i) {
+        uint16_t h;
+        std::memcpy(&h, x + 2 * i, 2);
+        dst[i] = bf16_to_fp32(h);
+      }
       return;
     }
     case GgmlType::Q4_0:

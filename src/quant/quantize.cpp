@@ -108,13 +108,19 @@ size_t quantize_row(GgmlType type, const float* src, void* dst, int64_t n,
       std::memcpy(dst, src, bytes);
       return bytes;
     case GgmlType::F16: {
-      auto* y = static_cast<uint16_t*>(dst);
-      for (int64_t i = 0; i < n; ++i) y[i] = fp32_to_fp16(src[i]);
+      auto* y = static_cast<uint8_t*>(dst);
+      for (int64_t i = 0; i < n; ++i) {
+        const uint16_t h = fp32_to_fp16(src[i]);
+        std::memcpy(y + 2 * i, &h, 2);
+      }
       return bytes;
     }
     case GgmlType::BF16: {
-      auto* y = static_cast<uint16_t*>(dst);
-      for (int64_t i = 0; i < n; ++i) y[i] = fp32_to_bf16(src[i]);
+      auto* y = static_cast<uint8_t*>(dst);
+      for (int64_t i = 0; i < n; ++i) {
+        const uint16_t h = fp32_to_bf16(src[i]);
+        std::memcpy(y + 2 * i, &h, 2);
+      }
       return bytes;
     }
     default:
