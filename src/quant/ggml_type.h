@@ -45,21 +45,28 @@ enum class GgmlType : uint32_t {
   TQ2_0 = 35,
   // 36..38: removed (IQ4_NL_4_4, IQ4_NL_4_8, IQ4_NL_8_8)
   MXFP4 = 39,
-  // 40..42: see ggml_type.cpp (GGML_TYPE_COUNT = 43 in llama.cpp v0.4.0)
+  NVFP4 = 40,  // known to the format, not computable by boltrt
+  Q1_0 = 41,
+  Q2_0 = 42,
 };
 
+// Number of ids llama.cpp v0.4.0 defines (GGML_TYPE_COUNT); ids >= this are unknown.
+inline constexpr uint32_t kGgmlTypeCount = 43;
+
 struct TypeTraits {
-  std::string_view name;   // "q4_K", as llama.cpp prints it
-  int64_t block_size = 0;  // elements per block (1 for float types)
-  size_t type_size = 0;    // bytes per block
-  bool known = false;      // an id this version of the format defines
-  bool removed = false;    // an id llama.cpp has retired (files using it are rejected)
-  bool computable = false; // boltrt can dequantize / multiply it
+  std::string_view name;    // "q4_K", as llama.cpp prints it
+  int64_t block_size = 0;   // elements per block (1 for float types)
+  size_t type_size = 0;     // bytes per block
+  bool known = false;       // an id this version of the format defines
+  bool removed = false;     // an id llama.cpp has retired (files using it are rejected)
+  bool computable = false;  // boltrt can dequantize / multiply it
 };
 
 // Traits for a raw id from a file; unknown ids return {known = false}.
 const TypeTraits& type_traits(uint32_t id);
-inline const TypeTraits& type_traits(GgmlType t) { return type_traits(static_cast<uint32_t>(t)); }
+inline const TypeTraits& type_traits(GgmlType t) {
+  return type_traits(static_cast<uint32_t>(t));
+}
 
 // Bytes for n elements of type t; n must be a multiple of the block size.
 size_t row_size(GgmlType t, int64_t n);

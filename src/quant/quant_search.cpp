@@ -1,0 +1,204 @@
+// Scale searches of ggml's reference quantizers, reimplemented from quant-formats.md §4.
+// Sums are accumulated in index order in fp32 with the same association as the reference.
+#include "quant/quant_search.h"
+
+#include <cmath>
+
+#include "quant/unpack.h"
+
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#endif
+
+namespace boltrt::quant_detail {
+namespace {
+
+inline int clamp_int(int v, int lo, int hi) {
+  return v < lo ? lo : (v > hi ? hi : v);
+}
+
+}  // namespace
+
+float make_qx_quants(int n, int nmax, const float* x, int8_t* L, const float* weights) {
+  float max = 0.0f, amax = 0.0f;
+  for (int i = 0; i < n; ++i) {
+    const float ax = std::fabs(x[i]);
+    if (ax > amax) {
+      amax = ax;
+      max = x[i];
+    }
+  }
+  if (amax < kGroupMaxEps) {
+    for (int i = 0; i < n; ++i) L[i] = 0;
+    return 0.0f;
+  }
+  const float fnmax = static_cast<float>(nmax);
+  float iscale = -fnmax / max;
+  float sumlx = 0.0f, suml2 = 0.0f;
+  for (int i = 0; i < n; ++i) {
+    const int l = clamp_int(nearest_int(iscale * x[i]), -nmax, nmax - 1);
+    L[i] = static_cast<int8_t>(l + nmax);
+    const float w = weights ? weights[i] : x[i] * x[i];
+    const float fl = static_cast<float>(l);
+    sumlx += w * x[i] * fl;
+    suml2 += w * fl * fl;
+  }
+  float scale = suml2 != 0.0f ? sumlx / suml2 : 0.0f;
+  float best = scale * sumlx;
+  for (int step = -9; step <= 9; ++step) {
+    if (step == 0) continue;
+    iscale = -(fnmax + 0.1f * static_cast<float>(step)) / max;
+    sumlx = suml2 = 0.0f;
+    for (int i = 0; i < n; ++i) {
+      const int l = clamp_int(nearest_int(iscale * x[i]), -nmax, nmax - 1);
+      const float w = weights ? weights[i] : x[i] * x[i];
+      const float fl = static_cast<float>(l);
+      sumlx += w * x[i] * fl;
+      suml2 += w * fl * fl;
+    }
+    if (suml2 > 0.0f && sumlx * sumlx > best * suml2) {
+      for (int i = 0; i < n; ++i) {
+        L[i] = static_cast<int8_t>(nmax + clamp_int(nearest_int(iscale * x[i]), -nmax, nmax - 1));
+      }
+      scale = sumlx / suml2;
+      best = scale * sumlx;
+    }
+  }
+  return scale;
+}
+
+float make_q3_quants(int n, int nmax, const float* x, int8_t* L) {
+  float max = 0.0f, amax = 0.0f;
+  for (int i = 0; i < n; ++i) {
+    const float ax = std::fabs(x[i]);
+    if (ax > amax) {
+      amax = ax;
+      max = x[i];
+    }
+  }
+  if (amax < kGroupMaxEps) {
+    for (int i = 0; i < n; ++i) L[i] = 0;
+    return 0.0f;
+  }
+  const float iscale = -static_cast<float>(nmax) / max;
+  float sumlx = 0.0f, suml2 = 0.0f;
+  for (int i = 0; i < n; ++i) {
+    const int l = clamp_int(nearest_int(iscale * x[i]), -nmax, nmax - 1);
+    L[i] = static_cast<int8_t>(l);
+    const float w = x[i] * x[i];
+    const float fl = static_cast<float>(l);
+    sumlx += w * x[i] * fl;
+    suml2 += w * fl * fl;
+  }
+  for (int pass = 0; pass < 5; ++pass) {
+    int changed = 0;
+    for (int i = 0; i < n; ++i) {
+      const float w = x[i] * x[i];
+      const float old_l = static_cast<float>(L[i]);
+      float slx = sumlx - w * x[i] * old_l;
+      if (slx > 0.0f) {
+        float sl2 = suml2 - w * old_l * old_l;
+        const int new_l = clamp_int(nearest_int(x[i] * sl2 / slx), -nmax, nmax - 1);
+        if (new_l != L[i]) {
+          const float fl = static_cast<float>(new_l);
+          slx += w * x[i] * fl;
+          sl2 += w * fl * fl;
+          if (sl2 > 0.0f && slx * slx * suml2 > sumlx * sumlx * sl2) {
+            L[i] = static_cast<int8_t>(new_l);
+            sumlx = slx;
+            suml2 = sl2;
+            ++changed;
+          }
+        }
+      }
+    }
+    if (changed == 0) break;
+  }
+  for (int i = 0; i < n; ++i) L[i] = static_cast<int8_t>(L[i] + nmax);
+  return suml2 > 0.0f ? sumlx / suml2 : 0.0f;
+}
+
+float make_qkx2_quants(int n, int nmax, const float* x, const float* weights, uint8_t* L,
+                       float* the_min, uint8_t* Laux, float rmin, float rdelta, int nstep,
+                       bool use_mad) {
+  float min = x[0], max = x[0];
+  float sum_w = weights[0];
+  float sum_x = sum_w * x[0];
+  for (int i = 1; i < n; ++i) {
+    if (x[i] < min) min = x[i];
+    if (x[i] > max) max = x[i];
+    sum_w += weights[i];
+    sum_x += weights[i] * x[i];
+  }
+  if (min > 0.0f) min = 0.0f;
+  if (max == min) {
+    for (int i = 0; i < n; ++i) L[i] = 0;
+    *the_min = -min;
+    return 0.0f;
+  }
+  const float fnmax = static_cast<float>(nmax);
+  float iscale = fnmax / (max - min);
+  float scale = 1.0f / iscale;
+  float best_error = 0.0f;
+  for (int i = 0; i < n; ++i) {
+    L[i] = static_cast<uint8_t>(clamp_int(nearest_int(iscale * (x[i] - min)), 0, nmax));
+    float diff = scale * static_cast<float>(L[i]) + min - x[i];
+    diff = use_mad ? std::fabs(diff) : diff * diff;
+    best_error += weights[i] * diff;
+  }
+  for (int step = 0; step <= nstep; ++step) {
+    iscale = (rmin + rdelta * static_cast<float>(step) + fnmax) / (max - min);
+    float sum_l = 0.0f, sum_l2 = 0.0f, sum_xl = 0.0f;
+    for (int i = 0; i < n; ++i) {
+      const int l = clamp_int(nearest_int(iscale * (x[i] - min)), 0, nmax);
+      Laux[i] = static_cast<uint8_t>(l);
+      const float w = weights[i];
+      const float fl = static_cast<float>(l);
+      sum_l += w * fl;
+      sum_l2 += w * fl * fl;
+      sum_xl += w * fl * x[i];
+    }
+    const float D = sum_w * sum_l2 - sum_l * sum_l;
+    if (D > 0.0f) {
+      float this_scale = (sum_w * sum_xl - sum_x * sum_l) / D;
+      float this_min = (sum_l2 * sum_x - sum_l * sum_xl) / D;
+      if (this_min > 0.0f) {
+        this_min = 0.0f;
+        this_scale = sum_xl / sum_l2;
+      }
+      float cur_error = 0.0f;
+      for (int i = 0; i < n; ++i) {
+        float diff = this_scale * static_cast<float>(Laux[i]) + this_min - x[i];
+        diff = use_mad ? std::fabs(diff) : diff * diff;
+        cur_error += weights[i] * diff;
+      }
+      if (cur_error < best_error) {
+        for (int i = 0; i < n; ++i) L[i] = Laux[i];
+        best_error = cur_error;
+        scale = this_scale;
+        min = this_min;
+      }
+    }
+  }
+  *the_min = -min;
+  return scale;
+}
+
+int best_index_iq4nl(float v) {
+  if (v <= static_cast<float>(kIQ4NLValues[0])) return 0;
+  if (v >= static_cast<float>(kIQ4NLValues[15])) return 15;
+  int lo = 0, hi = 15;
+  while (hi - lo > 1) {
+    const int mid = (lo + hi) / 2;
+    if (v < static_cast<float>(kIQ4NLValues[mid])) {
+      hi = mid;
+    } else {
+      lo = mid;
+    }
+  }
+  return v - static_cast<float>(kIQ4NLValues[hi - 1]) < static_cast<float>(kIQ4NLValues[hi]) - v
+             ? hi - 1
+             : hi;
+}
+
+}  // namespace boltrt::quant_detail
