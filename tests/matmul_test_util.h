@@ -67,6 +67,28 @@ inline size_t matmul_block_bytes(GgmlType t) {
   }
 }
 
+inline const char* type_name(GgmlType t) {
+  switch (t) {
+    case GgmlType::F32: return "f32";
+    case GgmlType::F16: return "f16";
+    case GgmlType::BF16: return "bf16";
+    case GgmlType::Q4_0: return "q4_0";
+    case GgmlType::Q4_1: return "q4_1";
+    case GgmlType::Q5_0: return "q5_0";
+    case GgmlType::Q5_1: return "q5_1";
+    case GgmlType::Q8_0: return "q8_0";
+    case GgmlType::Q2_K: return "q2_K";
+    case GgmlType::Q3_K: return "q3_K";
+    case GgmlType::Q4_K: return "q4_K";
+    case GgmlType::Q5_K: return "q5_K";
+    case GgmlType::Q6_K: return "q6_K";
+    case GgmlType::IQ4_NL: return "iq4_nl";
+    case GgmlType::IQ4_XS: return "iq4_xs";
+    case GgmlType::MXFP4: return "mxfp4";
+    default: return "?";
+  }
+}
+
 // rows x cols weights of type t: random code bytes, scales random in +-[0.002, 0.02] (fp16),
 // mins positive, MXFP4 exponents near 2^-8.
 inline std::vector<uint8_t> random_weights(GgmlType t, int64_t rows, int64_t cols, uint32_t seed) {
