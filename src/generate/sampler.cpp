@@ -119,9 +119,13 @@ Sampler::Sampler(const SamplerConfig& config) : config_(config) {
   reset();
 }
 
-void Sampler::reset() {
+void Sampler::clear_history() {
   history_.clear();
   history_count_.clear();
+}
+
+void Sampler::reset() {
+  clear_history();
   seed_ = resolve_seed(config_.seed);
   rng_.seed(seed_);
 }

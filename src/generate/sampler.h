@@ -64,6 +64,9 @@ class Sampler {
   // Records a token in the penalty history (prompt tokens too, as llama.cpp does).
   void accept(int32_t token);
 
+  // Forgets the penalty history (the random stream continues).
+  void clear_history();
+
   // Forgets the penalty history and reseeds the RNG (a new random seed when seed was random).
   void reset();
 
