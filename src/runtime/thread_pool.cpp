@@ -1,6 +1,7 @@
 #include "runtime/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <set>
 #include <string>
@@ -27,6 +28,21 @@ int physical_core_count() {
   return std::max(1, n);
 }
 
+namespace {
+
+// How long an idle worker polls for the next job before it sleeps.
+constexpr std::chrono::microseconds kSpin{200};
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+}  // namespace
+
 ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)) {
   for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
@@ -35,6 +51,7 @@ ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stop_ = true;
+    generation_.fetch_add(1, std::memory_order_release);
   }
   wake_.notify_all();
   for (auto& w : workers_) w.join();
@@ -43,19 +60,33 @@ ThreadPool::~ThreadPool() {
 void ThreadPool::worker_loop(int index) {
   uint64_t seen = 0;
   for (;;) {
-    const std::function<void(int)>* job;
-    {
+    // Spin first: the next job usually follows within microseconds.
+    uint64_t now = generation_.load(std::memory_order_acquire);
+    if (now == seen) {
+      const auto deadline = std::chrono::steady_clock::now() + kSpin;
+      for (int i = 0; now == seen; ++i) {
+        cpu_relax();
+        now = generation_.load(std::memory_order_acquire);
+        if ((i & 255) == 255 && std::chrono::steady_clock::now() > deadline) break;
+      }
+    }
+    if (now == seen) {
       std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+      ++sleepers_;
+      wake_.wait(lock, [&] { return generation_.load(std::memory_order_acquire) != seen; });
+      --sleepers_;
+      now = generation_.load(std::memory_order_acquire);
       if (stop_) return;
-      seen = generation_;
-      job = job_;
+    }
+    seen = now;
+    const std::function<void(int)>* job = job_.load(std::memory_order_acquire);
+    if (job == nullptr) {  // the destructor's wake-up
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (stop_) return;
+      continue;
     }
     (*job)(index);
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (--pending_ == 0) done_.notify_one();
-    }
+    pending_.fetch_sub(1, std::memory_order_acq_rel);
   }
 }
 
@@ -64,17 +95,24 @@ void ThreadPool::run(const std::function<void(int)>& fn) {
     fn(0);
     return;
   }
+  job_.store(&fn, std::memory_order_relaxed);
+  pending_.store(n_threads_ - 1, std::memory_order_relaxed);
+  bool wake = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    job_ = &fn;
-    pending_ = n_threads_ - 1;
-    ++generation_;
+    generation_.fetch_add(1, std::memory_order_release);
+    wake = sleepers_ > 0;
   }
-  wake_.notify_all();
+  if (wake) wake_.notify_all();
   fn(0);
-  std::unique_lock<std::mutex> lock(mutex_);
-  done_.wait(lock, [&] { return pending_ == 0; });
-  job_ = nullptr;
+  for (int i = 0; pending_.load(std::memory_order_acquire) != 0; ++i) {
+    if (i < 100000) {
+      cpu_relax();
+    } else {
+      std::this_thread::yield();
+    }
+  }
+  job_.store(nullptr, std::memory_order_relaxed);
 }
 
 void ThreadPool::parallel_for(int64_t n, int64_t grain,

@@ -27,8 +27,8 @@ struct WeightView {
 };
 
 enum class SimdLevel { Scalar, Avx2, Avx512 };
-SimdLevel simd_level();                 // the level in use
-void set_simd_level(SimdLevel level);   // for tests and benchmarks; clamps to what the CPU has
+SimdLevel simd_level();                // the level in use
+void set_simd_level(SimdLevel level);  // for tests and benchmarks; clamps to what the CPU has
 const char* simd_level_name(SimdLevel level);
 
 // y = W x for `batch` activation rows. pool may be null (single thread).

@@ -1,0 +1,160 @@
+// Matmul throughput at Gemma 4 E4B shapes, next to a streaming-read probe run in the same
+// process, so each batch-1 figure is also a fraction of this machine's read bandwidth.
+//
+//   bench_matmul [threads=physical cores] [--quick] [--types q4_0,q4_K,...] [--simd
+//   scalar|avx2|avx512]
+//
+// Batch 1 is reported as GB/s of weight bytes read (decode is bandwidth bound); batches 8 and
+// 128 as GMAC/s. Weights are replicated into enough copies (>= 256 MiB in all) that successive
+// calls miss the 32 MiB L3, as decode does when it walks through all layers.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "../tests/matmul_test_util.h"
+#include "backend/cpu/matmul.h"
+#include "runtime/thread_pool.h"
+
+using namespace boltrt;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// Streaming read of a 1 GiB buffer split over the pool's threads; best of 5 passes, in GB/s.
+double measure_read_bandwidth(ThreadPool& pool) {
+  const size_t bytes = size_t{1} << 30;
+  std::vector<uint64_t> buffer(bytes / 8);
+  pool.parallel_for(static_cast<int64_t>(buffer.size()), 4096, [&](int64_t b, int64_t e, int) {
+    for (int64_t i = b; i < e; ++i)
+      buffer[static_cast<size_t>(i)] = static_cast<uint64_t>(i) * 2654435761u;
+  });
+  std::vector<uint64_t> sinks(64);
+  double best = 0.0;
+  for (int pass = 0; pass < 5; ++pass) {
+    const auto t0 = Clock::now();
+    pool.parallel_for(static_cast<int64_t>(buffer.size()), 4096, [&](int64_t b, int64_t e, int t) {
+      uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+      const uint64_t* p = buffer.data();
+      for (int64_t i = b; i + 4 <= e; i += 4) {
+        s0 ^= p[i];
+        s1 ^= p[i + 1];
+        s2 ^= p[i + 2];
+        s3 ^= p[i + 3];
+      }
+      sinks[static_cast<size_t>(t)] += s0 + s1 + s2 + s3;
+    });
+    best = std::max(best, static_cast<double>(bytes) / seconds_since(t0) / 1e9);
+  }
+  if (sinks[0] == 42) std::printf(" ");
+  return best;
+}
+
+struct Shape {
+  const char* name;
+  int64_t cols, rows;  // in -> out
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int threads = physical_core_count();
+  bool quick = false;
+  std::vector<GgmlType> types = {GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q8_0};
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--quick") {
+      quick = true;
+    } else if (arg == "--simd" && i + 1 < argc) {
+      const std::string v = argv[++i];
+      set_simd_level(v == "scalar" ? SimdLevel::Scalar
+                     : v == "avx2" ? SimdLevel::Avx2
+                                   : SimdLevel::Avx512);
+    } else if (arg == "--types" && i + 1 < argc) {
+      types.clear();
+      std::string list = argv[++i];
+      size_t pos = 0;
+      while (pos <= list.size()) {
+        const size_t comma = std::min(list.find(',', pos), list.size());
+        const std::string name = list.substr(pos, comma - pos);
+        for (uint32_t id = 0; id < 40; ++id) {
+          const auto t = static_cast<GgmlType>(id);
+          if (test::matmul_block_bytes(t) == 0) continue;
+          static const char* names[40] = {
+              "f32",    "f16",  "q4_0", "q4_1",   "",     "", "q5_0", "q5_1", "q8_0", "",
+              "q2_K",   "q3_K", "q4_K", "q5_K",   "q6_K", "", "",     "",     "",     "",
+              "iq4_nl", "",     "",     "iq4_xs", "",     "", "",     "",     "",     "",
+              "bf16",   "",     "",     "",       "",     "", "",     "",     "",     "mxfp4"};
+          if (name == names[id]) types.push_back(t);
+        }
+        pos = comma + 1;
+      }
+    } else {
+      threads = std::max(1, std::atoi(arg.c_str()));
+    }
+  }
+  ThreadPool pool(threads);
+  const double bandwidth = measure_read_bandwidth(pool);
+  std::printf("threads %d, simd %s, streaming read %.1f GB/s\n", threads,
+              simd_level_name(simd_level()), bandwidth);
+
+  {
+    // Cost of one parallel op with no work: what each of decode's ~300 matmuls pays to use the pool.
+    const std::function<void(int)> nothing = [](int) {};
+    for (int i = 0; i < 1000; ++i) pool.run(nothing);
+    const auto t0 = Clock::now();
+    for (int i = 0; i < 20000; ++i) pool.run(nothing);
+    std::printf("thread pool: empty parallel op %.2f us\n", seconds_since(t0) / 20000 * 1e6);
+  }
+
+  std::vector<Shape> shapes = {
+      {"2560->2048", 2560, 2048}, {"2560->10240", 2560, 10240}, {"10240->2560", 10240, 2560}};
+  if (!quick) shapes.push_back({"2560->262144", 2560, 262144});
+  std::printf("%-7s %-13s %5s %10s %9s %8s %9s\n", "type", "shape", "batch", "time_us", "GB/s",
+              "%bw", "GMAC/s");
+  for (const GgmlType type : types) {
+    const size_t row_bytes =
+        static_cast<size_t>(2560 / test::matmul_block_elems(type)) * test::matmul_block_bytes(type);
+    (void)row_bytes;
+    for (const Shape& s : shapes) {
+      const size_t rb = static_cast<size_t>(s.cols / test::matmul_block_elems(type)) *
+                        test::matmul_block_bytes(type);
+      const size_t matrix_bytes = rb * static_cast<size_t>(s.rows);
+      const size_t copies = std::max<size_t>(1, (size_t{256} << 20) / matrix_bytes + 1);
+      std::vector<std::vector<uint8_t>> weights;
+      for (size_t c = 0; c < copies; ++c)
+        weights.push_back(test::random_weights(type, s.rows, s.cols, static_cast<uint32_t>(c + 1)));
+      for (const int64_t batch : {int64_t{1}, int64_t{8}, int64_t{128}}) {
+        if (s.rows > 100000 && batch == 128) continue;  // the head at batch 128 takes seconds
+        const auto x = test::random_activations(s.cols * batch, 7);
+        std::vector<float> y(static_cast<size_t>(s.rows * batch));
+        const double macs =
+            static_cast<double>(s.rows) * static_cast<double>(s.cols) * static_cast<double>(batch);
+        const int iters = static_cast<int>(std::clamp(2e9 / macs, 3.0, quick ? 50.0 : 400.0));
+        std::vector<double> times;
+        for (int it = 0; it < iters + 1; ++it) {
+          const auto& wbytes = weights[static_cast<size_t>(it) % copies];
+          const WeightView w{type, wbytes.data(), s.rows, s.cols, rb};
+          const auto t0 = Clock::now();
+          matmul(w, x.data(), batch, y.data(), &pool);
+          if (it > 0) times.push_back(seconds_since(t0));
+        }
+        std::sort(times.begin(), times.end());
+        const double t = times[times.size() / 2];
+        const double gbs = static_cast<double>(matrix_bytes) / t / 1e9;
+        std::printf("%-7s %-13s %5lld %10.1f %9.2f %7.1f%% %9.2f\n", test::type_name(type), s.name,
+                    static_cast<long long>(batch), t * 1e6, gbs, 100.0 * gbs / bandwidth,
+                    macs / t / 1e9);
+        std::fflush(stdout);
+      }
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,164 @@
+// Matmul driver: validates the call, converts activations once, splits weight rows over the
+// thread pool and hands each thread's contiguous row range to the kernel of the chosen SIMD level.
+#include "backend/cpu/matmul.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+#include <vector>
+
+#include "backend/cpu/matmul_internal.h"
+#include "runtime/thread_pool.h"
+#include "util/error.h"
+
+namespace boltrt {
+namespace {
+
+SimdLevel best_supported_level() {
+#if defined(__x86_64__) || defined(_M_X64)
+  __builtin_cpu_init();
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                    __builtin_cpu_supports("f16c") && __builtin_cpu_supports("bmi2");
+  const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") &&
+                      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+                      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vnni");
+  if (avx512) return SimdLevel::Avx512;
+  if (avx2) return SimdLevel::Avx2;
+#endif
+  return SimdLevel::Scalar;
+}
+
+SimdLevel initial_level() {
+  SimdLevel level = best_supported_level();
+  if (const char* env = std::getenv("BOLTRT_SIMD")) {
+    const std::string_view want(env);
+    SimdLevel asked = level;
+    if (want == "scalar") asked = SimdLevel::Scalar;
+    if (want == "avx2") asked = SimdLevel::Avx2;
+    if (want == "avx512") asked = SimdLevel::Avx512;
+    if (static_cast<int>(asked) < static_cast<int>(level)) level = asked;
+  }
+  return level;
+}
+
+std::atomic<SimdLevel>& level_state() {
+  static std::atomic<SimdLevel> level{initial_level()};
+  return level;
+}
+
+cpu::GemmFn pick_kernel(SimdLevel level, GgmlType type) {
+  cpu::GemmFn fn = nullptr;
+#if defined(__x86_64__) || defined(_M_X64)
+  if (level == SimdLevel::Avx512) fn = cpu::avx512_gemm(type);
+  if (!fn && level != SimdLevel::Scalar) fn = cpu::avx2_gemm(type);
+#else
+  (void)level;
+#endif
+  return fn ? fn : cpu::scalar_gemm(type);
+}
+
+int64_t block_elements(GgmlType type) {
+  switch (cpu::activation_format(type)) {
+    case cpu::ActFormat::Q8_0:
+    case cpu::ActFormat::Q8_1:
+      return 32;
+    case cpu::ActFormat::Q8_K:
+      return 256;
+    default:
+      return 1;
+  }
+}
+
+}  // namespace
+
+SimdLevel simd_level() {
+  return level_state().load(std::memory_order_relaxed);
+}
+
+void set_simd_level(SimdLevel level) {
+  const SimdLevel best = best_supported_level();
+  if (static_cast<int>(level) > static_cast<int>(best)) level = best;
+  level_state().store(level, std::memory_order_relaxed);
+}
+
+const char* simd_level_name(SimdLevel level) {
+  switch (level) {
+    case SimdLevel::Scalar:
+      return "scalar";
+    case SimdLevel::Avx2:
+      return "avx2";
+    case SimdLevel::Avx512:
+      return "avx512";
+  }
+  return "?";
+}
+
+void matmul(const WeightView& w, const float* x, int64_t batch, float* y, ThreadPool* pool) {
+  matmul_rows(w, 0, w.rows, x, batch, y, pool);
+}
+
+void matmul_rows(const WeightView& w, int64_t row_begin, int64_t row_end, const float* x,
+                 int64_t batch, float* y, ThreadPool* pool) {
+  if (!cpu::matmul_supported(w.type)) {
+    fail("matmul: weight type id {} has no CPU kernel", static_cast<uint32_t>(w.type));
+  }
+  if (w.cols <= 0 || w.cols % block_elements(w.type) != 0) {
+    fail("matmul: {} columns is not a positive multiple of the block size {} (type id {})", w.cols,
+         block_elements(w.type), static_cast<uint32_t>(w.type));
+  }
+  if (row_begin < 0 || row_end > w.rows || row_begin > row_end) {
+    fail("matmul: row range [{}, {}) outside the weight's {} rows", row_begin, row_end, w.rows);
+  }
+  if (batch < 0) fail("matmul: negative batch {}", batch);
+  const int64_t n_rows = row_end - row_begin;
+  if (n_rows == 0 || batch == 0) return;
+  if (!w.data || !x || !y) fail("matmul: null weight, activation or output pointer");
+
+  // Activations in the weight type's vec_dot format; one buffer per calling thread, reused.
+  const cpu::ActFormat format = cpu::activation_format(w.type);
+  const size_t a_stride = cpu::activation_row_bytes(format, w.cols);
+  const uint8_t* a = reinterpret_cast<const uint8_t*>(x);
+  thread_local std::vector<uint8_t> act_buffer;
+  if (format != cpu::ActFormat::F32) {
+    act_buffer.resize(a_stride * static_cast<size_t>(batch));
+    uint8_t* dst = act_buffer.data();
+    auto convert = [&](int64_t b0, int64_t b1, int) {
+      for (int64_t b = b0; b < b1; ++b) {
+        cpu::convert_activation_row(format, x + b * w.cols, dst + b * a_stride, w.cols);
+      }
+    };
+    if (pool && batch >= 4) {
+      pool->parallel_for(batch, 1, convert);
+    } else {
+      convert(0, batch, 0);
+    }
+    a = act_buffer.data();
+  }
+
+  const cpu::GemmFn gemm = pick_kernel(simd_level(), w.type);
+  const uint8_t* w0 = static_cast<const uint8_t*>(w.data) + row_begin * w.row_stride;
+  auto run_rows = [&](int64_t r0, int64_t r1, int) {
+    cpu::GemmTile tile;
+    tile.cols = w.cols;
+    tile.w = w0 + r0 * w.row_stride;
+    tile.w_stride = w.row_stride;
+    tile.n_rows = r1 - r0;
+    tile.a = a;
+    tile.a_stride = a_stride;
+    tile.n_act = batch;
+    tile.y = y + r0;
+    tile.y_stride = n_rows;
+    gemm(tile);
+  };
+  // Small products are not worth waking the pool (decode has many 2560 x 256-row slices).
+  const double work_bytes =
+      static_cast<double>(n_rows) * static_cast<double>(w.row_stride) * static_cast<double>(batch);
+  if (!pool || pool->size() == 1 || work_bytes < 16 * 1024) {
+    run_rows(0, n_rows, 0);
+  } else {
+    pool->parallel_for(n_rows, 4, run_rows);
+  }
+}
+
+}  // namespace boltrt

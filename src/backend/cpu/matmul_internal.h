@@ -1,0 +1,67 @@
+// Private interface between the matmul driver (matmul.cpp) and its per-ISA kernels.
+//
+// A matmul is split into tiles: weight rows [0, n_rows) of one weight matrix against activation
+// rows [0, n_act) that were already converted to the weight type's activation format
+// (activation_format()). Each ISA provides one tile function per weight type; the driver hands
+// each thread a contiguous range of weight rows and lets the kernel tile over activations.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "backend/cpu/matmul.h"
+#include "quant/ggml_type.h"
+
+namespace boltrt::cpu {
+
+// What the f32 activations become before the dot products (ggml's vec_dot_type).
+enum class ActFormat { F32, F16, BF16, Q8_0, Q8_1, Q8_K };
+
+// Activation blocks. Q8_0 and Q8_1 are quantized the way ggml's x86 CPU backend does it
+// (scale 127/amax, round to nearest even); Q8_K with ggml's reference quantizer.
+struct ActQ8_0 {
+  uint16_t d;  // fp16 scale
+  int8_t qs[32];
+};
+struct ActQ8_1 {
+  uint16_t d;  // fp16 scale
+  uint16_t s;  // fp16 of d * sum(qs)
+  int8_t qs[32];
+};
+struct ActQ8_K {
+  float d;
+  int8_t qs[256];
+  int16_t bsums[16];  // sums of qs over each 16-element group
+};
+static_assert(sizeof(ActQ8_0) == 34 && sizeof(ActQ8_1) == 36 && sizeof(ActQ8_K) == 292);
+
+// Weight format and activation format of one matmul, or nullopt-like F32 for unsupported types.
+bool matmul_supported(GgmlType type);
+ActFormat activation_format(GgmlType type);
+size_t activation_row_bytes(ActFormat format, int64_t cols);
+// Converts one activation row of n floats (n a multiple of the format's block size).
+void convert_activation_row(ActFormat format, const float* x, void* dst, int64_t n);
+
+// One tile of work: y[b * y_stride + r] = W[r] . A[b] for r < n_rows, b < n_act.
+struct GemmTile {
+  int64_t cols = 0;
+  const uint8_t* w = nullptr;  // first weight row
+  size_t w_stride = 0;         // bytes between weight rows
+  int64_t n_rows = 0;
+  const uint8_t* a = nullptr;  // first converted activation row
+  size_t a_stride = 0;         // bytes between activation rows
+  int64_t n_act = 0;
+  float* y = nullptr;
+  int64_t y_stride = 0;  // floats between output rows (one per activation row)
+};
+using GemmFn = void (*)(const GemmTile& tile);
+
+// The tile function for `type` at this level, or nullptr where the level has no kernel for it
+// (the driver then falls back to a lower level).
+GemmFn scalar_gemm(GgmlType type);
+GemmFn avx2_gemm(GgmlType type);
+GemmFn avx512_gemm(GgmlType type);
+
+// The scalar reference dot product of one weight row with one converted activation row.
+float scalar_vec_dot(GgmlType type, int64_t cols, const void* w_row, const void* a_row);
+
+}  // namespace boltrt::cpu

@@ -1,0 +1,509 @@
+// x86 matmul kernels, compiled twice: by matmul_avx2.cpp (AVX2 + FMA + F16C) and by
+// matmul_avx512.cpp (adds AVX512-VNNI/BF16, used on 256-bit vectors through AVX512-VL).
+// The includer defines BOLTRT_X86_VNNI (0 or 1) and a namespace; everything here is internal to
+// that translation unit.
+//
+// Shape of every kernel: one weight row against kNb (1..4) activation rows. The weight blocks are
+// unpacked once and multiplied with all kNb activation rows, so a batch reads each weight byte
+// from memory once per call (see gemm_tiled for the cache blocking).
+//
+// Integer dot products follow quant-formats.md §8: unsigned x signed byte products summed into
+// int32 lanes (maddubs + madd on AVX2, dpbusd with VNNI), signed weights handled with the
+// abs/sign trick, k-quant mins and the Q6_K offset folded in from the Q8_K bsums. For a given
+// activation row, the integer sum of every block equals the scalar reference exactly; only the
+// float accumulation order differs (8 lanes with FMA, then a horizontal sum).
+#pragma once
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "backend/cpu/matmul_blocks.h"
+#include "backend/cpu/matmul_internal.h"
+
+#ifndef BOLTRT_X86_VNNI
+#error "define BOLTRT_X86_VNNI before including matmul_x86_kernels.h"
+#endif
+
+namespace {
+
+using boltrt::GgmlType;
+using namespace boltrt::cpu;
+
+inline float h2f(uint16_t h) {
+  return _cvtsh_ss(h);
+}
+
+inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// acc + sum over groups of 4 of u8(u) * s8(s), per int32 lane.
+inline __m256i dot_u8s8(__m256i acc, __m256i u, __m256i s) {
+#if BOLTRT_X86_VNNI
+  return _mm256_dpbusd_epi32(acc, u, s);
+#else
+  const __m256i pairs = _mm256_maddubs_epi16(u, s);
+  return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+#endif
+}
+
+// Signed x signed bytes through the sign trick: |x| * (y with x's sign). Valid while no byte of
+// y is -128 (our activation quantizers never produce it).
+inline __m256i dot_s8s8(__m256i acc, __m256i x_abs, __m256i x, __m256i y) {
+  return dot_u8s8(acc, x_abs, _mm256_sign_epi8(y, x));
+}
+
+// acc + int16 pair products of p and scales, per int32 lane.
+inline __m256i madd16(__m256i acc, __m256i p, __m256i scales) {
+#if BOLTRT_X86_VNNI
+  return _mm256_dpwssd_epi32(acc, p, scales);
+#else
+  return _mm256_add_epi32(acc, _mm256_madd_epi16(p, scales));
+#endif
+}
+
+// 16 packed nibble bytes -> 32 bytes: low nibbles in the low 128-bit lane (elements 0-15),
+// high nibbles in the high lane (elements 16-31): the legacy block element order.
+inline __m256i nibbles_to_bytes(const uint8_t* qs) {
+  const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  const __m256i both = _mm256_set_m128i(_mm_srli_epi16(raw, 4), raw);
+  return _mm256_and_si256(both, _mm256_set1_epi8(0x0f));
+}
+
+// 32 bits -> 32 bytes, 0xFF where bit i is set.
+inline __m256i bits_to_bytes(uint32_t bits) {
+  const __m256i spread =
+      _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(bits)),
+                          _mm256_setr_epi64x(0x0000000000000000, 0x0101010101010101,
+                                             0x0202020202020202, 0x0303030303030303));
+  const __m256i bit = _mm256_set1_epi64x(static_cast<long long>(0x8040201008040201ULL));
+  return _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
+}
+
+inline __m256i load256(const void* p) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+}
+
+inline uint32_t load_u32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+// ---- float weights --------------------------------------------------------------------------
+
+template <int kNb>
+void row_f32(int64_t n, const uint8_t* wr, const uint8_t* const* ar, float* out) {
+  const auto* w = reinterpret_cast<const float*>(wr);
+  __m256 acc[kNb];
+  for (int b = 0; b < kNb; ++b) acc[b] = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 wv = _mm256_loadu_ps(w + i);
+    for (int b = 0; b < kNb; ++b) {
+      acc[b] =
+          _mm256_fmadd_ps(wv, _mm256_loadu_ps(reinterpret_cast<const float*>(ar[b]) + i), acc[b]);
+    }
+  }
+  for (int b = 0; b < kNb; ++b) {
+    float s = hsum(acc[b]);
+    for (int64_t j = i; j < n; ++j) s += w[j] * reinterpret_cast<const float*>(ar[b])[j];
+    out[b] = s;
+  }
+}
+
+template <int kNb>
+void row_f16(int64_t n, const uint8_t* wr, const uint8_t* const* ar, float* out) {
+  const auto* w = reinterpret_cast<const uint16_t*>(wr);
+  __m256 acc[kNb];
+  for (int b = 0; b < kNb; ++b) acc[b] = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 wv = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + i)));
+    for (int b = 0; b < kNb; ++b) {
+      const auto* a = reinterpret_cast<const uint16_t*>(ar[b]);
+      const __m256 av = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a + i)));
+      acc[b] = _mm256_fmadd_ps(wv, av, acc[b]);
+    }
+  }
+  for (int b = 0; b < kNb; ++b) {
+    float s = hsum(acc[b]);
+    const auto* a = reinterpret_cast<const uint16_t*>(ar[b]);
+    for (int64_t j = i; j < n; ++j) s += h2f(w[j]) * h2f(a[j]);
+    out[b] = s;
+  }
+}
+
+inline __m256 bf16x8_to_ps(const uint16_t* p) {
+  const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+}
+
+template <int kNb>
+void row_bf16(int64_t n, const uint8_t* wr, const uint8_t* const* ar, float* out) {
+  const auto* w = reinterpret_cast<const uint16_t*>(wr);
+  __m256 acc[kNb];
+  for (int b = 0; b < kNb; ++b) acc[b] = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 wv = bf16x8_to_ps(w + i);
+    for (int b = 0; b < kNb; ++b) {
+      acc[b] =
+          _mm256_fmadd_ps(wv, bf16x8_to_ps(reinterpret_cast<const uint16_t*>(ar[b]) + i), acc[b]);
+    }
+  }
+  for (int b = 0; b < kNb; ++b) {
+    float s = hsum(acc[b]);
+    const auto* a = reinterpret_cast<const uint16_t*>(ar[b]);
+    for (int64_t j = i; j < n; ++j) s += bf16_to_f32(w[j]) * bf16_to_f32(a[j]);
+    out[b] = s;
+  }
+}
+
+// ---- legacy 32-element blocks against Q8_0 / Q8_1 -------------------------------------------
+
+// Signed codes (Q4_0, Q5_0, Q8_0, IQ4_NL, MXFP4): the block gives 32 signed bytes and a float
+// weight scale; each block adds dot * (dx * dy).
+struct Q4_0Decode {
+  using Block = BlockQ4_0;
+  static __m256i codes(const Block& x) {
+    return _mm256_sub_epi8(nibbles_to_bytes(x.qs), _mm256_set1_epi8(8));
+  }
+  static float scale(const Block& x) { return h2f(x.d); }
+};
+struct Q5_0Decode {
+  using Block = BlockQ5_0;
+  static __m256i codes(const Block& x) {
+    const __m256i high = _mm256_and_si256(bits_to_bytes(load_u32(x.qh)), _mm256_set1_epi8(0x10));
+    return _mm256_sub_epi8(_mm256_or_si256(nibbles_to_bytes(x.qs), high), _mm256_set1_epi8(16));
+  }
+  static float scale(const Block& x) { return h2f(x.d); }
+};
+struct Q8_0Decode {
+  using Block = BlockQ8_0;
+  static __m256i codes(const Block& x) { return load256(x.qs); }
+  static float scale(const Block& x) { return h2f(x.d); }
+};
+struct IQ4_NLDecode {
+  using Block = BlockIQ4_NL;
+  static __m256i codes(const Block& x) {
+    const __m256i lut = _mm256_broadcastsi128_si256(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)));
+    return _mm256_shuffle_epi8(lut, nibbles_to_bytes(x.qs));
+  }
+  static float scale(const Block& x) { return h2f(x.d); }
+};
+struct MXFP4Decode {
+  using Block = BlockMXFP4;
+  static __m256i codes(const Block& x) {
+    const __m256i lut = _mm256_broadcastsi128_si256(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(kMxfp4Values)));
+    return _mm256_shuffle_epi8(lut, nibbles_to_bytes(x.qs));
+  }
+  static float scale(const Block& x) { return e8m0_to_f32_half(x.e); }
+};
+
+template <typename Decode, int kNb>
+void row_signed32(int64_t n, const uint8_t* wr, const uint8_t* const* ar, float* out) {
+  const auto* x = reinterpret_cast<const typename Decode::Block*>(wr);
+  const ActQ8_0* y[kNb];
+  __m256 acc[kNb];
+  for (int b = 0; b < kNb; ++b) {
+    y[b] = reinterpret_cast<const ActQ8_0*>(ar[b]);
+    acc[b] = _mm256_setzero_ps();
+  }
+  for (int64_t ib = 0; ib < n / 32; ++ib) {
+    const __m256i q = Decode::codes(x[ib]);
+    const __m256i q_abs = _mm256_abs_epi8(q);
+    const float dx = Decode::scale(x[ib]);
+    for (int b = 0; b < kNb; ++b) {
+      const __m256i sum = dot_s8s8(_mm256_setzero_si256(), q_abs, q, load256(y[b][ib].qs));
+      acc[b] =
+          _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_set1_ps(dx * h2f(y[b][ib].d)), acc[b]);
+    }
+  }
+  for (int b = 0; b < kNb; ++b) out[b] = hsum(acc[b]);
+}
+
+// Unsigned codes with a min (Q4_1, Q5_1) against Q8_1: dot * (dx * dy) + m * s.
+struct Q4_1Decode {
+  using Block = BlockQ4_1;
+  static __m256i codes(const Block& x) { return nibbles_to_bytes(x.qs); }
+};
+struct Q5_1Decode {
+  using Block = BlockQ5_1;
+  static __m256i codes(const Block& x) {
+    const __m256i high = _mm256_and_si256(bits_to_bytes(load_u32(x.qh)), _mm256_set1_epi8(0x10));
+    return _mm256_or_si256(nibbles_to_bytes(x.qs), high);
+  }
+};
+
+template <typename Decode, int kNb>
+void row_affine32(int64_t n, const uint8_t* wr, const uint8_t* const* ar, float* out) {
+  const auto* x = reinterpret_cast<const typename Decode::Block*>(wr);
+  const ActQ8_1* y[kNb];
+  __m256 acc[kNb];
+  float mins[kNb];
+  for (int b = 0; b < kNb; ++b) {
+    y[b] = reinterpret_cast<const ActQ8_1*>(ar[b]);
+    acc[b] = _mm256_setzero_ps();
+    mins[b] = 0.0f;
+  }
+  for (int64_t ib = 0; ib < n / 32; ++ib) {
+    const __m256i q = Decode::codes(x[ib]);
+    const float dx = h2f(x[ib].d), mx = h2f(x[ib].m);
+    for (int b = 0; b < kNb; ++b) {
+      const __m256i sum = dot_u8s8(_mm256_setzero_si256(), q, load256(y[b][ib].qs));
+      acc[b] =
+          _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_set1_ps(dx * h2f(y[b][ib].d)), acc[b]);
+      mins[b] += mx * h2f(y[b][ib].s);
+    }
+  }
+  for (int b = 0; b < kNb; ++b) out[b] = hsum(acc[b]) + mins[b];
+}
+
+// ---- k-quants against Q8_K ------------------------------------------------------------------
+
+// sc[8] and mn[8] from the 12-byte packing (quant-formats.md §5.1, "fast unpack").
+inline void unpack_k4_scales(const uint8_t* packed, uint8_t* sc, uint8_t* mn) {
+  uint32_t w[3];
+  std::memcpy(w, packed, 12);
+  const uint32_t s0 = w[0] & 0x3f3f3f3f;
+  const uint32_t s1 = (w[2] & 0x0f0f0f0f) | (((w[0] >> 6) & 0x03030303) << 4);
+  const uint32_t m0 = w[1] & 0x3f3f3f3f;
+  const uint32_t m1 = ((w[2] >> 4) & 0x0f0f0f0f) | (((w[1] >> 6) & 0x03030303) << 4);
+  std::memcpy(sc, &s0, 4);
+  std::memcpy(sc + 4, &s1, 4);
+  std::memcpy(mn, &m0, 4);
+  std::memcpy(mn + 4, &m1, 4);
+}
+
+// sum_j bsums[j] * v[j / 2] for 8 values v (one per 32-element sub-block).
+inline int bsums_dot8(const int16_t* bsums, const uint8_t* v) {
+  const __m256i b = load256(bsums);
+  const __m256i pairs = _mm256_madd_epi16(b, _mm256_set1_epi16(1));  // 8 sub-block sums
+  const __m256i vv = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(v)));
+  const __m256i prod = _mm256_mullo_epi32(pairs, vv);
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(prod), _mm256_extracti128_si256(prod, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+  return _mm_cvtsi128_si32(s);
+}
+
+// Q4_K (kFifthBit = false) and Q5_K: codes 0..15 / 0..31 per 32-element sub-block s,
+// dot = d*dy * sum_s sc_s * (codes . q8) - dmin*dy * sum_s m_s * bsums(s).
+template <typename Block, bool kFifthBit, int kNb>
+void row_q45_k(int64_t n, const uint8_t* wr, const uint8_t* const* ar, float* out) {
+  const auto* x = reinterpret_cast<const Block*>(wr);
+  const ActQ8_K* y[kNb];
+  __m256 acc[kNb];
+  float mins[kNb];
+  for (int b = 0; b < kNb; ++b) {
+    y[b] = reinterpret_cast<const ActQ8_K*>(ar[b]);
+    acc[b] = _mm256_setzero_ps();
+    mins[b] = 0.0f;
+  }
+  const __m256i low4 = _mm256_set1_epi8(0x0f);
+  for (int64_t i = 0; i < n / 256; ++i) {
+    alignas(16) uint8_t sc[8], mn[8];
+    unpack_k4_scales(x[i].scales, sc, mn);
+    __m256i sumi[kNb];
+    for (int b = 0; b < kNb; ++b) sumi[b] = _mm256_setzero_si256();
+    [[maybe_unused]] __m256i hbits;
+    if constexpr (kFifthBit) hbits = load256(x[i].qh);
+    for (int j = 0; j < 4; ++j) {
+      const __m256i q = load256(x[i].qs + 32 * j);
+      __m256i lo = _mm256_and_si256(q, low4);
+      __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+      if constexpr (kFifthBit) {
+        const __m256i bit_lo = _mm256_set1_epi8(static_cast<char>(1 << (2 * j)));
+        const __m256i bit_hi = _mm256_set1_epi8(static_cast<char>(2 << (2 * j)));
+        const __m256i sixteen = _mm256_set1_epi8(16);
+        lo = _mm256_or_si256(
+            lo,
+            _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hbits, bit_lo), bit_lo), sixteen));
+        hi = _mm256_or_si256(
+            hi,
+            _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hbits, bit_hi), bit_hi), sixteen));
+      }
+      const __m256i sc_lo = _mm256_set1_epi16(sc[2 * j]);
+      const __m256i sc_hi = _mm256_set1_epi16(sc[2 * j + 1]);
+      for (int b = 0; b < kNb; ++b) {
+        const __m256i p_lo = _mm256_maddubs_epi16(lo, load256(y[b][i].qs + 64 * j));
+        const __m256i p_hi = _mm256_maddubs_epi16(hi, load256(y[b][i].qs + 64 * j + 32));
+        sumi[b] = madd16(madd16(sumi[b], p_lo, sc_lo), p_hi, sc_hi);
+      }
+    }
+    const float d = h2f(x[i].d), dmin = h2f(x[i].dmin);
+    for (int b = 0; b < kNb; ++b) {
+      acc[b] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi[b]), _mm256_set1_ps(d * y[b][i].d), acc[b]);
+      mins[b] += dmin * y[b][i].d * static_cast<float>(bsums_dot8(y[b][i].bsums, mn));
+    }
+  }
+  for (int b = 0; b < kNb; ++b) out[b] = hsum(acc[b]) - mins[b];
+}
+
+// Q6_K: unsigned 6-bit codes u = q6 + 32 per 16-element group g with int8 scale sc_g;
+// dot = d*dy * (sum_g sc_g * (u . q8) - 32 * sum_g sc_g * bsums[g]).
+template <int kNb>
+void row_q6_k(int64_t n, const uint8_t* wr, const uint8_t* const* ar, float* out) {
+  const auto* x = reinterpret_cast<const BlockQ6_K*>(wr);
+  const ActQ8_K* y[kNb];
+  __m256 acc[kNb];
+  for (int b = 0; b < kNb; ++b) {
+    y[b] = reinterpret_cast<const ActQ8_K*>(ar[b]);
+    acc[b] = _mm256_setzero_ps();
+  }
+  const __m256i low4 = _mm256_set1_epi8(0x0f);
+  const __m256i two = _mm256_set1_epi8(0x03);
+  const __m256i bits45 = _mm256_set1_epi8(0x30);
+  for (int64_t i = 0; i < n / 256; ++i) {
+    const __m256i scales16 =
+        _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x[i].scales)));
+    __m256i sumi[kNb];
+    for (int b = 0; b < kNb; ++b) {
+      // -32 * sum_g sc_g * bsums[g], folded into lane 0 of the integer accumulator.
+      const __m256i off = _mm256_madd_epi16(load256(y[b][i].bsums), scales16);
+      __m128i s = _mm_add_epi32(_mm256_castsi256_si128(off), _mm256_extracti128_si256(off, 1));
+      s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+      s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+      sumi[b] = _mm256_setr_epi32(-32 * _mm_cvtsi128_si32(s), 0, 0, 0, 0, 0, 0, 0);
+    }
+    for (int half = 0; half < 2; ++half) {
+      const __m256i ql0 = load256(x[i].ql + 64 * half);
+      const __m256i ql1 = load256(x[i].ql + 64 * half + 32);
+      const __m256i qh = load256(x[i].qh + 32 * half);
+      __m256i q[4];
+      q[0] = _mm256_or_si256(_mm256_and_si256(ql0, low4),
+                             _mm256_slli_epi16(_mm256_and_si256(qh, two), 4));
+      q[1] = _mm256_or_si256(_mm256_and_si256(ql1, low4),
+                             _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), two), 4));
+      q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), low4),
+                             _mm256_and_si256(qh, bits45));
+      q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), low4),
+                             _mm256_and_si256(_mm256_srli_epi16(qh, 2), bits45));
+      for (int k = 0; k < 4; ++k) {
+        const int g = 8 * half + 2 * k;  // groups g (elements 0-15) and g+1 (16-31) of this chunk
+        const __m256i sc =
+            _mm256_set_m128i(_mm_set1_epi16(x[i].scales[g + 1]), _mm_set1_epi16(x[i].scales[g]));
+        for (int b = 0; b < kNb; ++b) {
+          const __m256i p = _mm256_maddubs_epi16(q[k], load256(y[b][i].qs + 128 * half + 32 * k));
+          sumi[b] = madd16(sumi[b], p, sc);
+        }
+      }
+    }
+    const float d = h2f(x[i].d);
+    for (int b = 0; b < kNb; ++b) {
+      acc[b] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi[b]), _mm256_set1_ps(d * y[b][i].d), acc[b]);
+    }
+  }
+  for (int b = 0; b < kNb; ++b) out[b] = hsum(acc[b]);
+}
+
+// IQ4_XS: codebook values per 32-element sub-block with scale ls - 32.
+template <int kNb>
+void row_iq4_xs(int64_t n, const uint8_t* wr, const uint8_t* const* ar, float* out) {
+  const auto* x = reinterpret_cast<const BlockIQ4_XS*>(wr);
+  const ActQ8_K* y[kNb];
+  __m256 acc[kNb];
+  for (int b = 0; b < kNb; ++b) {
+    y[b] = reinterpret_cast<const ActQ8_K*>(ar[b]);
+    acc[b] = _mm256_setzero_ps();
+  }
+  const __m256i lut =
+      _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)));
+  for (int64_t i = 0; i < n / 256; ++i) {
+    __m256i sumi[kNb];
+    for (int b = 0; b < kNb; ++b) sumi[b] = _mm256_setzero_si256();
+    for (int ib = 0; ib < 8; ++ib) {
+      const int ls = ((x[i].scales_l[ib / 2] >> (4 * (ib & 1))) & 15) |
+                     (((x[i].scales_h >> (2 * ib)) & 3) << 4);
+      const __m256i sc = _mm256_set1_epi16(static_cast<int16_t>(ls - 32));
+      const __m256i q = _mm256_shuffle_epi8(lut, nibbles_to_bytes(x[i].qs + 16 * ib));
+      const __m256i q_abs = _mm256_abs_epi8(q);
+      for (int b = 0; b < kNb; ++b) {
+        const __m256i p =
+            _mm256_maddubs_epi16(q_abs, _mm256_sign_epi8(load256(y[b][i].qs + 32 * ib), q));
+        sumi[b] = madd16(sumi[b], p, sc);
+      }
+    }
+    const float d = h2f(x[i].d);
+    for (int b = 0; b < kNb; ++b) {
+      acc[b] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi[b]), _mm256_set1_ps(d * y[b][i].d), acc[b]);
+    }
+  }
+  for (int b = 0; b < kNb; ++b) out[b] = hsum(acc[b]);
+}
+
+// ---- tiling ---------------------------------------------------------------------------------
+
+using RowFn = void (*)(int64_t n, const uint8_t* w, const uint8_t* const* a, float* out);
+
+// Weight rows are taken in chunks of about kChunkBytes (kept in L2), and each chunk is swept by
+// groups of up to 4 activation rows; every weight row is unpacked once per group.
+template <RowFn kRow1, RowFn kRow2, RowFn kRow3, RowFn kRow4>
+void gemm_tiled(const GemmTile& t) {
+  constexpr size_t kChunkBytes = 96 * 1024;
+  const int64_t chunk =
+      std::max<int64_t>(1, static_cast<int64_t>(kChunkBytes / std::max<size_t>(1, t.w_stride)));
+  for (int64_t r0 = 0; r0 < t.n_rows; r0 += chunk) {
+    const int64_t r1 = std::min(t.n_rows, r0 + chunk);
+    for (int64_t b0 = 0; b0 < t.n_act; b0 += 4) {
+      const int nb = static_cast<int>(std::min<int64_t>(4, t.n_act - b0));
+      const uint8_t* a[4];
+      for (int b = 0; b < nb; ++b) a[b] = t.a + (b0 + b) * t.a_stride;
+      const RowFn row = nb == 4 ? kRow4 : nb == 3 ? kRow3 : nb == 2 ? kRow2 : kRow1;
+      for (int64_t r = r0; r < r1; ++r) {
+        float out[4];
+        row(t.cols, t.w + r * t.w_stride, a, out);
+        for (int b = 0; b < nb; ++b) t.y[(b0 + b) * t.y_stride + r] = out[b];
+      }
+    }
+  }
+}
+
+#define BOLTRT_GEMM(tmpl, ...)                                                  \
+  &gemm_tiled<&tmpl<__VA_ARGS__ 1>, &tmpl<__VA_ARGS__ 2>, &tmpl<__VA_ARGS__ 3>, \
+              &tmpl<__VA_ARGS__ 4>>
+
+GemmFn x86_gemm(GgmlType type) {
+  switch (type) {
+    case GgmlType::F32:
+      return BOLTRT_GEMM(row_f32, );
+    case GgmlType::F16:
+      return BOLTRT_GEMM(row_f16, );
+    case GgmlType::BF16:
+      return BOLTRT_GEMM(row_bf16, );
+    case GgmlType::Q4_0:
+      return BOLTRT_GEMM(row_signed32, Q4_0Decode, );
+    case GgmlType::Q5_0:
+      return BOLTRT_GEMM(row_signed32, Q5_0Decode, );
+    case GgmlType::Q8_0:
+      return BOLTRT_GEMM(row_signed32, Q8_0Decode, );
+    case GgmlType::IQ4_NL:
+      return BOLTRT_GEMM(row_signed32, IQ4_NLDecode, );
+    case GgmlType::MXFP4:
+      return BOLTRT_GEMM(row_signed32, MXFP4Decode, );
+    case GgmlType::Q4_1:
+      return BOLTRT_GEMM(row_affine32, Q4_1Decode, );
+    case GgmlType::Q5_1:
+      return BOLTRT_GEMM(row_affine32, Q5_1Decode, );
+    case GgmlType::Q4_K:
+      return BOLTRT_GEMM(row_q45_k, BlockQ4_K, false, );
+    case GgmlType::Q5_K:
+      return BOLTRT_GEMM(row_q45_k, BlockQ5_K, true, );
+    case GgmlType::Q6_K:
+      return BOLTRT_GEMM(row_q6_k, );
+    case GgmlType::IQ4_XS:
+      return BOLTRT_GEMM(row_iq4_xs, );
+    default:
+      return nullptr;
+  }
+}
+#undef BOLTRT_GEMM
+
+}  // namespace

@@ -1,0 +1,243 @@
+#include "backend/cpu/ops.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <numeric>
+#include <vector>
+
+#include "runtime/thread_pool.h"
+
+namespace boltrt::cpu {
+
+float fp16_to_fp32(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t exponent = (h >> 10) & 0x1fu;
+  const uint32_t mantissa = h & 0x3ffu;
+  uint32_t bits;
+  if (exponent == 0) {
+    if (mantissa == 0) {
+      bits = sign;
+    } else {  // subnormal: mantissa * 2^-24
+      const float v = std::ldexp(static_cast<float>(mantissa), -24);
+      return sign ? -v : v;
+    }
+  } else if (exponent == 31) {
+    bits = sign | 0x7f800000u | (mantissa << 13);
+  } else {
+    bits = sign | ((exponent + 112) << 23) | (mantissa << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+uint16_t fp32_to_fp16(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, sizeof x);
+  const uint32_t sign = (x >> 16) & 0x8000u;
+  uint32_t mantissa = x & 0x7fffffu;
+  const int32_t exponent = static_cast<int32_t>((x >> 23) & 0xffu);
+  if (exponent == 0xff) {  // inf / nan (keep nan quiet)
+    return static_cast<uint16_t>(sign | 0x7c00u | (mantissa ? 0x200u | (mantissa >> 13) : 0u));
+  }
+  const int32_t e = exponent - 127 + 15;
+  if (e >= 31) return static_cast<uint16_t>(sign | 0x7c00u);
+  if (e <= 0) {  // half subnormal (or zero): value = full_mantissa >> (14 - e) units of 2^-24
+    if (e < -10) return static_cast<uint16_t>(sign);
+    mantissa |= 0x800000u;
+    const int shift = 14 - e;
+    uint32_t half = mantissa >> shift;
+    const uint32_t rest = mantissa & ((1u << shift) - 1u);
+    const uint32_t halfway = 1u << (shift - 1);
+    if (rest > halfway || (rest == halfway && (half & 1u))) ++half;
+    return static_cast<uint16_t>(sign | half);
+  }
+  uint32_t half = (static_cast<uint32_t>(e) << 10) | (mantissa >> 13);
+  const uint32_t rest = mantissa & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (half & 1u))) ++half;  // a carry rounds up to inf
+  return static_cast<uint16_t>(sign | half);
+}
+
+void rms_norm(const float* x, const float* w, int64_t n, float eps, float* y) {
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i] * x[i]);
+  const float mean = static_cast<float>(sum / static_cast<double>(n));
+  const float scale = 1.0f / std::sqrt(mean + eps);
+  if (w) {
+    for (int64_t i = 0; i < n; ++i) y[i] = (x[i] * scale) * w[i];
+  } else {
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] * scale;
+  }
+}
+
+void rms_norm_rows(float* x, int64_t rows, int64_t n, const float* w, float eps) {
+  for (int64_t r = 0; r < rows; ++r) rms_norm(x + r * n, w, n, eps, x + r * n);
+}
+
+void rope_angles(int64_t pos, int64_t n_rot, float base, const float* freq_factors, float* cos_out,
+                 float* sin_out) {
+  const float theta_scale = std::pow(base, -2.0f / static_cast<float>(n_rot));
+  float theta = static_cast<float>(pos);
+  for (int64_t i = 0; i < n_rot / 2; ++i) {
+    const float ff = freq_factors ? freq_factors[i] : 1.0f;
+    const float angle = theta / ff;
+    cos_out[i] = std::cos(angle);
+    sin_out[i] = std::sin(angle);
+    theta *= theta_scale;
+  }
+}
+
+void rope_neox(float* x, int64_t n_heads, int64_t head_dim, int64_t n_rot, const float* cos_in,
+               const float* sin_in) {
+  const int64_t half = n_rot / 2;
+  for (int64_t h = 0; h < n_heads; ++h) {
+    float* v = x + h * head_dim;
+    for (int64_t i = 0; i < half; ++i) {
+      const float a = v[i];
+      const float b = v[i + half];
+      v[i] = a * cos_in[i] - b * sin_in[i];
+      v[i + half] = a * sin_in[i] + b * cos_in[i];
+    }
+  }
+}
+
+float gelu_exact(float x) {
+  constexpr float kSqrt2OverPi = 0.79788456080286535587989211986876f;
+  constexpr float kCoef = 0.044715f;
+  return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kCoef * x * x)));
+}
+
+namespace {
+
+// gelu of every f16 value, rounded to f16 (what ggml's CPU backend tabulates at start-up).
+const float* gelu_table() {
+  static const std::unique_ptr<float[]> table = [] {
+    auto t = std::make_unique<float[]>(65536);
+    for (uint32_t i = 0; i < 65536; ++i) {
+      t[i] = fp16_to_fp32(fp32_to_fp16(gelu_exact(fp16_to_fp32(static_cast<uint16_t>(i)))));
+    }
+    return t;
+  }();
+  return table.get();
+}
+
+}  // namespace
+
+float gelu(float x) {
+  if (x <= -10.0f) return 0.0f;
+  if (x >= 10.0f) return x;
+  return gelu_table()[fp32_to_fp16(x)];
+}
+
+void geglu(const float* gate, const float* up, float* out, int64_t n) {
+  const float* table = gelu_table();
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = gate[i];
+    float a;
+    if (g <= -10.0f) {
+      a = 0.0f;
+    } else if (g >= 10.0f) {
+      a = g;
+    } else {
+      a = table[fp32_to_fp16(g)];
+    }
+    out[i] = a * up[i];
+  }
+}
+
+void gelu_inplace(float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] = gelu(x[i]);
+}
+
+void softcap(float* x, int64_t n, float cap) {
+  const float inv = 1.0f / cap;
+  for (int64_t i = 0; i < n; ++i) x[i] = std::tanh(x[i] * inv) * cap;
+}
+
+void softmax(float* x, int64_t n) {
+  float max = -std::numeric_limits<float>::infinity();
+  for (int64_t i = 0; i < n; ++i) max = std::max(max, x[i]);
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = std::exp(x[i] - max);
+    sum += static_cast<double>(x[i]);
+  }
+  const float inv = static_cast<float>(1.0 / sum);
+  for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+}
+
+void route_top_k(const float* logits, int64_t n_expert, int64_t k, int32_t* selected,
+                 float* weights) {
+  std::vector<float> probs(logits, logits + n_expert);
+  softmax(probs.data(), n_expert);
+  std::vector<int32_t> order(static_cast<size_t>(n_expert));
+  std::iota(order.begin(), order.end(), 0);
+  std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int32_t a, int32_t b) {
+    return probs[a] > probs[b] || (probs[a] == probs[b] && a < b);
+  });
+  float sum = 0.0f;
+  for (int64_t i = 0; i < k; ++i) {
+    selected[i] = order[static_cast<size_t>(i)];
+    weights[i] = probs[static_cast<size_t>(order[static_cast<size_t>(i)])];
+    sum += weights[i];
+  }
+  sum = std::max(sum, 6.103515625e-5f);
+  for (int64_t i = 0; i < k; ++i) weights[i] /= sum;
+}
+
+void attention(const float* q, int64_t n_tokens, int64_t q_pos0, const float* k, const float* v,
+               int64_t n_kv, int64_t kv_pos0, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
+               int64_t window, float scale, float* out, ThreadPool* pool) {
+  const int64_t group = n_head / n_head_kv;
+  const int64_t q_stride = n_head * head_dim;
+  const int64_t kv_stride = n_head_kv * head_dim;
+  auto run = [&](int64_t begin, int64_t end, int) {
+    std::vector<float> scores(static_cast<size_t>(n_kv));
+    for (int64_t job = begin; job < end; ++job) {
+      const int64_t t = job / n_head;
+      const int64_t h = job % n_head;
+      const int64_t kvh = h / group;
+      const int64_t pos = q_pos0 + t;
+      // visible key rows [j0, j1)
+      int64_t lo = window > 0 ? pos - window + 1 : 0;
+      const int64_t j0 = std::max<int64_t>(0, lo - kv_pos0);
+      const int64_t j1 = std::min<int64_t>(n_kv, pos - kv_pos0 + 1);
+      const float* qh = q + t * q_stride + h * head_dim;
+      float* oh = out + t * q_stride + h * head_dim;
+      std::fill(oh, oh + head_dim, 0.0f);
+      if (j1 <= j0) continue;
+      float max = -std::numeric_limits<float>::infinity();
+      for (int64_t j = j0; j < j1; ++j) {
+        const float* kj = k + j * kv_stride + kvh * head_dim;
+        float dot = 0.0f;
+        for (int64_t d = 0; d < head_dim; ++d) dot += qh[d] * kj[d];
+        scores[static_cast<size_t>(j)] = dot * scale;
+        max = std::max(max, scores[static_cast<size_t>(j)]);
+      }
+      double sum = 0.0;
+      for (int64_t j = j0; j < j1; ++j) {
+        const float e = std::exp(scores[static_cast<size_t>(j)] - max);
+        scores[static_cast<size_t>(j)] = e;
+        sum += static_cast<double>(e);
+      }
+      const float inv = static_cast<float>(1.0 / sum);
+      for (int64_t j = j0; j < j1; ++j) {
+        const float p = scores[static_cast<size_t>(j)] * inv;
+        const float* vj = v + j * kv_stride + kvh * head_dim;
+        for (int64_t d = 0; d < head_dim; ++d) oh[d] += p * vj[d];
+      }
+    }
+  };
+  const int64_t jobs = n_tokens * n_head;
+  if (pool && pool->size() > 1 && jobs > 1) {
+    pool->parallel_for(jobs, 1, run);
+  } else {
+    run(0, jobs, 0);
+  }
+}
+
+}  // namespace boltrt::cpu

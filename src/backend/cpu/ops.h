@@ -1,0 +1,64 @@
+// CPU reference ops for transformer forward passes (everything except the quantized matmul,
+// which lives in matmul.h). All math is f32 with the accumulation choices llama.cpp's CPU
+// backend makes (sums of squares and softmax denominators in double), so results agree with
+// llama.cpp to float rounding. Vectors are contiguous f32 unless a stride is given.
+#pragma once
+#include <cstdint>
+
+namespace boltrt {
+class ThreadPool;
+}
+
+namespace boltrt::cpu {
+
+// IEEE half <-> float, round to nearest even (as F16C / ggml do).
+float fp16_to_fp32(uint16_t h);
+uint16_t fp32_to_fp16(float f);
+
+// y = x / sqrt(mean(x^2) + eps) * w   (w may be null: no weight). y may alias x.
+void rms_norm(const float* x, const float* w, int64_t n, float eps, float* y);
+// The same over `rows` consecutive rows of length n, in place (per-head Q/K/V norms).
+void rms_norm_rows(float* x, int64_t rows, int64_t n, const float* w, float eps);
+
+// NEOX ("rotate half") RoPE. rope_angles fills cos/sin for the n_rot/2 rotated pairs of
+// position `pos`: theta_i = pos * base^(-2i/n_rot) / freq_factors[i] (freq_factors may be null),
+// computed by repeated multiplication like ggml so the angles match bit for bit.
+void rope_angles(int64_t pos, int64_t n_rot, float base, const float* freq_factors, float* cos_out,
+                 float* sin_out);
+// Rotates pairs (i, i + n_rot/2), i < n_rot/2, in each of n_heads heads of head_dim values;
+// dims >= n_rot pass through unchanged.
+void rope_neox(float* x, int64_t n_heads, int64_t head_dim, int64_t n_rot, const float* cos_in,
+               const float* sin_in);
+
+// GELU, tanh approximation, as llama.cpp's CPU backend evaluates it: the input is rounded to
+// f16 and the result read from an f16 table (x <= -10 -> 0, x >= 10 -> x).
+float gelu(float x);
+// The exact tanh-approximation GELU in f32 (for references).
+float gelu_exact(float x);
+// out[i] = gelu(gate[i]) * up[i]; out may alias gate or up.
+void geglu(const float* gate, const float* up, float* out, int64_t n);
+// x[i] = gelu(x[i])
+void gelu_inplace(float* x, int64_t n);
+
+// x = cap * tanh(x / cap)
+void softcap(float* x, int64_t n, float cap);
+// In-place softmax (max-subtracted, denominator summed in double).
+void softmax(float* x, int64_t n);
+
+// Mixture-of-experts routing: probs = softmax(logits) over all n_expert, then the k largest
+// (ties to the lower index), weights renormalised to sum 1 (sum clamped at 2^-14 like
+// llama.cpp). selected[k] and weights[k] are ordered by descending probability.
+void route_top_k(const float* logits, int64_t n_expert, int64_t k, int32_t* selected,
+                 float* weights);
+
+// Causal multi-head attention with grouped KV heads for a run of consecutive query positions.
+//   q:   [n_tokens][n_head * head_dim], token t at position q_pos0 + t
+//   k,v: [n_kv][n_head_kv * head_dim], row j at position kv_pos0 + j
+//   out: [n_tokens][n_head * head_dim]
+// Query at position p sees keys at positions p_k with p_k <= p and, when window > 0,
+// p - p_k < window. Query head h reads KV head h / (n_head / n_head_kv). scores = scale * q.k.
+void attention(const float* q, int64_t n_tokens, int64_t q_pos0, const float* k, const float* v,
+               int64_t n_kv, int64_t kv_pos0, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
+               int64_t window, float scale, float* out, ThreadPool* pool);
+
+}  // namespace boltrt::cpu
