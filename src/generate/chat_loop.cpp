@@ -30,17 +30,6 @@ std::string trim(std::string_view s) {
   return std::string(s.substr(first, last - first + 1));
 }
 
-// Whether the prompt leaves the model inside an open reasoning block.
-bool prompt_opens_reasoning(const std::vector<int32_t>& prompt,
-                            const std::optional<ReasoningMarkers>& markers) {
-  if (!markers) return false;
-  for (auto it = prompt.rbegin(); it != prompt.rend(); ++it) {
-    if (*it == markers->close) return false;
-    if (*it == markers->open) return true;
-  }
-  return false;
-}
-
 }  // namespace
 
 ChatLoop::ChatLoop(TextModel& text, Generator& generator, ChatOptions options, std::ostream& out,
@@ -134,7 +123,7 @@ void ChatLoop::answer(const std::string& user_text) {
   }
   const std::vector<int32_t> prompt = text_.tokenize(prompt_text, true);
   const auto markers = text_.reasoning_markers();
-  ReplySplitter splitter(markers, prompt_opens_reasoning(prompt, markers));
+  ReplySplitter splitter(markers, ReplySplitter::prompt_opens_reasoning(prompt, markers));
 
   bool dimmed = false;  // inside an ANSI "dim" span
   auto set_dim = [&](bool on) {
@@ -180,13 +169,9 @@ void ChatLoop::answer(const std::string& user_text) {
   if (result.finish_reason == FinishReason::kCancelled) out_ << "(stopped)\n";
   out_.flush();
 
-  std::string content = splitter.content();
-  if (result.finish_reason == FinishReason::kStopString) {
-    const auto at = content.find(result.stop_string);
-    if (at != std::string::npos) content.resize(at);
-  }
+  if (result.finish_reason == FinishReason::kStopString) splitter.truncate_at(result.stop_string);
   history_.push_back({"user", user_text});
-  history_.push_back({"assistant", trim(content)});
+  history_.push_back({"assistant", trim(splitter.content())});
   total_prompt_ += result.stats.n_prompt_evaluated;
   total_generated_ += result.stats.n_tokens;
   ++turns_;

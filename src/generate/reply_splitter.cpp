@@ -65,4 +65,24 @@ std::vector<ReplySplitter::Piece> ReplySplitter::finish() {
   return out;
 }
 
+void ReplySplitter::truncate_at(const std::string& stop) {
+  if (stop.empty()) return;
+  if (const auto at = content_.find(stop); at != std::string::npos) {
+    content_.resize(at);
+  } else if (const auto in_reasoning = reasoning_.find(stop); in_reasoning != std::string::npos) {
+    reasoning_.resize(in_reasoning);
+    content_.clear();
+  }
+}
+
+bool ReplySplitter::prompt_opens_reasoning(std::span<const int32_t> prompt,
+                                           const std::optional<ReasoningMarkers>& markers) {
+  if (!markers) return false;
+  for (auto it = prompt.rbegin(); it != prompt.rend(); ++it) {
+    if (*it == markers->close) return false;
+    if (*it == markers->open) return true;
+  }
+  return false;
+}
+
 }  // namespace boltrt

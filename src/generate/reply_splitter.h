@@ -8,6 +8,7 @@
 #pragma once
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,6 +32,15 @@ class ReplySplitter {
   std::vector<Piece> push(int32_t token, std::string_view bytes);
   // Releases what is left (an unfinished character becomes U+FFFD).
   std::vector<Piece> finish();
+
+  // Cuts the text at a stop string that ended generation: in the content when it is there,
+  // otherwise in the reasoning (generation then stopped before any content).
+  void truncate_at(const std::string& stop);
+
+  // Whether a prompt leaves the model inside an open reasoning block (its last marker is
+  // `open`), e.g. a template that pre-opens the thought channel.
+  static bool prompt_opens_reasoning(std::span<const int32_t> prompt,
+                                     const std::optional<ReasoningMarkers>& markers);
 
   Channel channel() const { return channel_; }
   const std::string& reasoning() const { return reasoning_; }
