@@ -44,6 +44,7 @@ class ChatLoop {
   // Set from a signal handler to stop the current answer (the loop clears it per answer).
   std::atomic<bool>& cancel_flag() { return cancel_; }
   bool answering() const { return answering_.load(); }
+  const std::atomic<bool>& answering_flag() const { return answering_; }
 
   const std::vector<ChatMessage>& history() const { return history_; }
   const ChatOptions& options() const { return options_; }
