@@ -311,6 +311,9 @@ class ForcingController : public TokenController {
     if (forced) --pending;
   }
   bool must_continue() const override { return pending > 0; }
+  std::unique_ptr<TokenController> clone() const override {
+    return std::make_unique<ForcingController>(*this);
+  }
 };
 
 TEST(Generate, ControllerEditsLogitsAndForcesTokens) {
