@@ -29,6 +29,8 @@ struct GenerationVocab {
   std::function<std::string(int32_t token)> piece;
   // Tokens that end generation (end of turn, end of sequence, ...).
   std::vector<int32_t> end_of_generation;
+  // Tokens never sampled (logit -inf), as llama.cpp does with tokenizer.ggml.suppress_tokens.
+  std::vector<int32_t> suppressed;
 };
 
 enum class FinishReason {

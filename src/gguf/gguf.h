@@ -16,8 +16,19 @@
 namespace boltrt::gguf {
 
 enum class ValueType : uint32_t {
-  UINT8 = 0, INT8 = 1, UINT16 = 2, INT16 = 3, UINT32 = 4, INT32 = 5, FLOAT32 = 6,
-  BOOL = 7, STRING = 8, ARRAY = 9, UINT64 = 10, INT64 = 11, FLOAT64 = 12,
+  UINT8 = 0,
+  INT8 = 1,
+  UINT16 = 2,
+  INT16 = 3,
+  UINT32 = 4,
+  INT32 = 5,
+  FLOAT32 = 6,
+  BOOL = 7,
+  STRING = 8,
+  ARRAY = 9,
+  UINT64 = 10,
+  INT64 = 11,
+  FLOAT64 = 12,
 };
 std::string_view value_type_name(ValueType t);
 
@@ -36,8 +47,8 @@ struct Value {
 
   bool is_integer() const;
   bool is_float() const;
-  std::optional<int64_t> as_int() const;        // any integer type (and bool), range-checked
-  std::optional<double> as_float() const;       // any number
+  std::optional<int64_t> as_int() const;   // any integer type (and bool), range-checked
+  std::optional<double> as_float() const;  // any number
   const std::string* as_string() const;
   const Array* as_array() const;
 };
@@ -45,7 +56,15 @@ struct Value {
 struct KeyValue {
   std::string key;
   Value value;
+  uint64_t offset = 0;  // absolute byte offset of the entry (its key length) in the file
 };
+
+// Nested arrays deeper than this are rejected (llama.cpp rejects any nesting; gguf-py writes it).
+inline constexpr int kMaxArrayDepth = 4;
+// Tensor names are at most this many bytes (ggml's GGML_MAX_NAME is 64 including the NUL).
+inline constexpr size_t kMaxTensorName = 63;
+// general.alignment must be a power of two no larger than this.
+inline constexpr uint64_t kMaxAlignment = uint64_t{1} << 20;
 
 struct TensorInfo {
   std::string name;
@@ -54,6 +73,7 @@ struct TensorInfo {
   int64_t ne[4] = {1, 1, 1, 1};  // ne[0] = innermost (row length), as ggml
   uint64_t offset = 0;           // relative to the data section
   uint64_t nbytes = 0;           // row_size(type, ne[0]) * ne[1] * ne[2] * ne[3]
+  uint64_t record_offset = 0;    // absolute byte offset of the tensor's record (its name)
   int64_t n_elements() const { return ne[0] * ne[1] * ne[2] * ne[3]; }
 };
 
@@ -83,6 +103,8 @@ class File {
   const Array* get_array(std::string_view key) const;
   // Architecture-prefixed helpers: get_arch_int("block_count") reads "<arch>.block_count".
   std::string architecture() const;  // general.architecture or ""
+  std::optional<int64_t> get_arch_int(std::string_view suffix) const;
+  std::optional<double> get_arch_float(std::string_view suffix) const;
 
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
   const TensorInfo* find_tensor(std::string_view name) const;  // nullptr when absent
@@ -101,6 +123,9 @@ class File {
   uint64_t data_offset_ = 0;
   std::vector<KeyValue> kv_;
   std::vector<TensorInfo> tensors_;
+  struct Index;  // name -> position lookups for keys and tensors
+  std::unique_ptr<Index> index_;
+  friend class Parser;
 };
 
 }  // namespace boltrt::gguf

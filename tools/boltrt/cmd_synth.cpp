@@ -1,0 +1,75 @@
+// boltrt synth: write a synthetic (random-weight, deterministic) Gemma 4 GGUF.
+#include <fmt/format.h>
+
+#include "command.h"
+#include "model/gemma4_synth.h"
+#include "util/error.h"
+
+namespace {
+
+struct SynthArgs {
+  std::string preset = "tiny";
+  std::string type = "f32";
+  uint64_t seed = 1;
+  int64_t layers = 0;
+  int64_t ctx = 0;
+  std::string vocab_from;
+  std::string out;
+  bool untied = false;
+  bool tied = false;
+  bool split_experts = false;
+  bool no_ple = false;
+  int threads = 0;
+  bool random_blocks = false;
+  bool quantize_rows = false;
+};
+
+void setup(CLI::App& sub) {
+  auto args = std::make_shared<SynthArgs>();
+  std::string presets;
+  for (const auto& p : boltrt::model::gemma4_preset_names())
+    presets += (presets.empty() ? "" : ", ") + p;
+  sub.add_option("--preset", args->preset, "Model shape: " + presets)->capture_default_str();
+  sub.add_option("--type", args->type, "Weight type: f32 f16 bf16 q8_0 q4_0 q4_k q6_k q4_k_m")
+      ->capture_default_str();
+  sub.add_option("--seed", args->seed, "Random seed")->capture_default_str();
+  sub.add_option("--layers", args->layers, "Override the layer count (pattern rebuilt)");
+  sub.add_option("--ctx", args->ctx, "Override gemma4.context_length");
+  sub.add_option("--vocab-from", args->vocab_from, "Copy the tokenizer from this GGUF");
+  sub.add_flag("--untied", args->untied, "Write a separate output.weight");
+  sub.add_flag("--tied", args->tied, "No output.weight (tie to token_embd)");
+  sub.add_flag("--split-experts", args->split_experts,
+               "ffn_gate_exps + ffn_up_exps instead of merged");
+  sub.add_flag("--no-ple", args->no_ple, "Disable per-layer embeddings");
+  sub.add_flag("--random-blocks", args->random_blocks,
+               "Quantized types: random codes with sane scales (default above 300M params)");
+  sub.add_flag("--quantize-rows", args->quantize_rows,
+               "Quantized types: quantize the float draws (default up to 300M params)");
+  sub.add_option("-t,--threads", args->threads, "Threads (output does not depend on it)");
+  sub.add_option("-o,--output", args->out, "Output GGUF path")->required();
+  sub.callback([args] {
+    auto config = boltrt::model::gemma4_preset(args->preset, args->layers);
+    if (args->ctx > 0) config.context_length = args->ctx;
+    if (args->untied) config.tied_output = false;
+    if (args->tied) config.tied_output = true;
+    if (args->split_experts) config.split_experts = true;
+    if (args->no_ple) config.n_embd_per_layer = 0;
+    boltrt::model::Gemma4SynthOptions options;
+    options.type = args->type;
+    options.seed = args->seed;
+    options.vocab_from = args->vocab_from;
+    if (args->random_blocks) options.random_blocks = 1;
+    if (args->quantize_rows) options.random_blocks = 0;
+    options.threads = args->threads > 0 ? args->threads : boltrt::cli::default_threads();
+    auto stats = boltrt::model::write_gemma4_synth(config, options, args->out);
+    fmt::print(
+        "wrote {}: gemma4 {} ({} layers, {} type), {} tensors, {:.3f} B params, {:.1f} MiB\n",
+        args->out, args->preset, config.n_layer, args->type, stats.n_tensors,
+        static_cast<double>(stats.n_params) / 1e9,
+        static_cast<double>(stats.file_bytes) / (1 << 20));
+  });
+}
+
+}  // namespace
+
+BOLTRT_COMMAND(synth, "Write a synthetic random-weight Gemma 4 GGUF", setup);
