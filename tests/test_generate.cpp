@@ -5,51 +5,17 @@
 
 #include <atomic>
 #include <functional>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "generate/generator.h"
 #include "generate/text_stream.h"
+#include "generate_fakes.h"
 #include "util/error.h"
 
 namespace boltrt {
 namespace {
-
-// A LanguageModel whose next token is chosen by the test: `next(context)` names the token that
-// gets logit 10 after the tokens in `context` (everything else gets small distinct logits, the
-// runner-up being `runner_up(context)` with logit 5).
-class ScriptedModel : public LanguageModel {
- public:
-  ScriptedModel(int64_t n_vocab, int64_t n_ctx) : n_vocab_(n_vocab), n_ctx_(n_ctx) {}
-
-  std::function<int32_t(const std::vector<int32_t>&)> next;
-  std::function<int32_t(const std::vector<int32_t>&)> runner_up;
-  std::vector<int64_t> decode_sizes;  // tokens per decode() call
-
-  int64_t n_vocab() const override { return n_vocab_; }
-  int64_t n_ctx() const override { return n_ctx_; }
-  int64_t n_past() const override { return static_cast<int64_t>(context_.size()); }
-
-  std::span<const float> decode(std::span<const int32_t> tokens, bool all_logits) override {
-    EXPECT_FALSE(all_logits);
-    if (n_past() + static_cast<int64_t>(tokens.size()) > n_ctx_) fail("fake model: context full");
-    decode_sizes.push_back(static_cast<int64_t>(tokens.size()));
-    context_.insert(context_.end(), tokens.begin(), tokens.end());
-    logits_.assign(static_cast<size_t>(n_vocab_), 0.0f);
-    for (size_t i = 0; i < logits_.size(); ++i) logits_[i] = -0.01f * static_cast<float>(i);
-    if (runner_up) logits_[static_cast<size_t>(runner_up(context_))] = 5.0f;
-    logits_[static_cast<size_t>(next(context_))] = 10.0f;
-    return logits_;
-  }
-  void rollback(int64_t n_past) override { context_.resize(static_cast<size_t>(n_past)); }
-
-  const std::vector<int32_t>& context() const { return context_; }
-
- private:
-  int64_t n_vocab_, n_ctx_;
-  std::vector<int32_t> context_;
-  std::vector<float> logits_;
-};
 
 constexpr int32_t kEnd = 0;  // end-of-generation token in every test vocabulary
 
@@ -345,6 +311,9 @@ class ForcingController : public TokenController {
     if (forced) --pending;
   }
   bool must_continue() const override { return pending > 0; }
+  std::unique_ptr<TokenController> clone() const override {
+    return std::make_unique<ForcingController>(*this);
+  }
 };
 
 TEST(Generate, ControllerEditsLogitsAndForcesTokens) {
@@ -371,8 +340,9 @@ TEST(Generate, SamplerSeesThePromptForPenalties) {
   ScriptedModel model(4, 16);
   model.next = [](const std::vector<int32_t>&) { return 1; };
   model.runner_up = [](const std::vector<int32_t>&) { return 2; };
-  GenerationVocab vocab{[](int32_t id) { return std::string(1, static_cast<char>('a' + id)); },
-                        {0}};
+  GenerationVocab vocab;
+  vocab.piece = [](int32_t id) { return std::string(1, static_cast<char>('a' + id)); };
+  vocab.end_of_generation = {0};
   SamplerConfig config;
   config.temperature = 0.0f;
   config.repeat_penalty = 4.0f;  // 10 / 4 = 2.5 < 5
@@ -381,6 +351,51 @@ TEST(Generate, SamplerSeesThePromptForPenalties) {
   options.max_tokens = 1;
   EXPECT_EQ(generator.generate(std::vector<int32_t>{1}, options).tokens, (std::vector<int32_t>{2}));
   EXPECT_EQ(generator.generate(std::vector<int32_t>{3}, options).tokens, (std::vector<int32_t>{1}));
+}
+
+}  // namespace
+}  // namespace boltrt
+
+namespace boltrt {
+namespace {
+
+// Property: however the bytes are split into pieces, the stream releases the same text as
+// decoding everything at once and cutting at the first stop string, and it never releases a
+// partial character.
+TEST(TextStream, AnySplitGivesTheWholeTextDecoding) {
+  std::mt19937 rng(12345);
+  const std::vector<std::string> alphabet = {
+      "a",    "b",    "\n",          "\xC3\xA9", "\xE2\x82\xAC", "\xF0\x9F\x98\x80",
+      "\xFF", "\xC3", "\xED\xA0\x80"};
+  const std::vector<std::string> stops = {"ab\n", "\xC3\xA9\xC3\xA9", "b\xE2\x82\xAC"};
+  for (int trial = 0; trial < 3000; ++trial) {
+    std::string bytes;
+    const int n = static_cast<int>(rng() % 24);
+    for (int i = 0; i < n; ++i) bytes += alphabet[rng() % alphabet.size()];
+    std::string whole;
+    decode_utf8_replacing(bytes, true, whole);
+    std::vector<std::string> active;
+    if (trial % 2 == 0) active = stops;
+    size_t cut = std::string::npos;
+    for (const auto& s : active) cut = std::min(cut, whole.find(s));
+    const std::string expected = cut == std::string::npos ? whole : whole.substr(0, cut);
+
+    TextStream stream(active);
+    std::string released;
+    size_t at = 0;
+    while (at < bytes.size()) {
+      const size_t len = 1 + rng() % 4;
+      const std::string chunk = stream.push(std::string_view(bytes).substr(at, len));
+      std::string check;
+      ASSERT_EQ(decode_utf8_replacing(chunk, true, check), chunk.size());
+      ASSERT_EQ(check, chunk) << "released an invalid or partial character";
+      released += chunk;
+      at += len;
+    }
+    released += stream.finish();
+    ASSERT_EQ(released, expected) << "trial " << trial;
+    ASSERT_EQ(stream.stopped(), cut != std::string::npos);
+  }
 }
 
 }  // namespace

@@ -42,10 +42,11 @@ std::string_view to_string(FinishReason reason) {
 Generator::Generator(LanguageModel& model, GenerationVocab vocab, const SamplerConfig& sampling)
     : model_(model), vocab_(std::move(vocab)), sampler_(sampling) {
   if (!vocab_.piece) fail("generator: the vocabulary has no piece function");
-  for (int32_t id : vocab_.end_of_generation) {
-    if (id < 0 || id >= model_.n_vocab()) {
-      fail("generator: end-of-generation token {} is outside the vocabulary of {}", id,
-           model_.n_vocab());
+  for (const auto* list : {&vocab_.end_of_generation, &vocab_.suppressed}) {
+    for (int32_t id : *list) {
+      if (id < 0 || id >= model_.n_vocab()) {
+        fail("generator: special token {} is outside the vocabulary of {}", id, model_.n_vocab());
+      }
     }
   }
   model_.reset();
@@ -137,7 +138,8 @@ GenerationResult Generator::generate(std::span<const int32_t> prompt_in,
 
   const std::unordered_set<int32_t> end_tokens(vocab_.end_of_generation.begin(),
                                                vocab_.end_of_generation.end());
-  const bool edit_logits = controller != nullptr || options.ignore_end_of_generation;
+  const bool edit_logits =
+      controller != nullptr || options.ignore_end_of_generation || !vocab_.suppressed.empty();
   TextStream stream(options.stop_strings);
   auto emit = [&](const std::string& text) {
     if (!text.empty() && options.on_text) options.on_text(text);
@@ -157,6 +159,9 @@ GenerationResult Generator::generate(std::span<const int32_t> prompt_in,
     int32_t token = -1;
     if (edit_logits) {
       logits_copy_.assign(logits.begin(), logits.end());
+      for (int32_t id : vocab_.suppressed) {
+        logits_copy_[static_cast<size_t>(id)] = -std::numeric_limits<float>::infinity();
+      }
       if (options.ignore_end_of_generation) {
         for (int32_t id : end_tokens)
           logits_copy_[static_cast<size_t>(id)] = -std::numeric_limits<float>::infinity();

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -29,6 +30,8 @@ struct GenerationVocab {
   std::function<std::string(int32_t token)> piece;
   // Tokens that end generation (end of turn, end of sequence, ...).
   std::vector<int32_t> end_of_generation;
+  // Tokens never sampled (logit -inf), as llama.cpp does with tokenizer.ggml.suppress_tokens.
+  std::vector<int32_t> suppressed;
 };
 
 enum class FinishReason {
@@ -71,6 +74,9 @@ class TokenController {
   // True while the controller still has tokens to force (e.g. a closing sequence): the loop
   // then goes past max_tokens to finish it, so an answer is never cut inside a marker.
   virtual bool must_continue() const { return false; }
+  // A copy of the current state: speculative decoding walks drafted tokens through a scratch
+  // copy and commits only the accepted prefix (shared/docs/reasoning.md, B9).
+  virtual std::unique_ptr<TokenController> clone() const = 0;
 };
 
 struct GenerationOptions {

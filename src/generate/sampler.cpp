@@ -166,11 +166,11 @@ void Sampler::apply_penalties() {
        config_.presence_penalty == 0.0f)) {
     return;
   }
-  for (size_t i = 0; i < size_; ++i) {
-    const auto found = history_count_.find(candidates_[i].id);
-    if (found == history_count_.end()) continue;
-    const int count = found->second;
-    float& logit = candidates_[i].logit;
+  // Penalties run first, while candidate i is still token i: visit the (few) tokens of the
+  // window instead of looking up every candidate.
+  for (const auto& [id, count] : history_count_) {
+    if (id < 0 || static_cast<size_t>(id) >= size_) continue;
+    float& logit = candidates_[static_cast<size_t>(id)].logit;
     if (logit <= 0.0f) {
       logit *= config_.repeat_penalty;
     } else {

@@ -8,7 +8,8 @@
 //   kind 2 DECODE: count = elements; payload = row_size(type, count) block bytes, then count f32
 //                  that ggml's to_float produced from them
 //   kind 3 ENCODE: aux = input set id; payload = the set's rows quantized by
-//                  ggml_quantize_chunk (no imatrix) or, for q8_K, by from_float_ref
+//                  ggml_quantize_chunk (no imatrix) or, for q8_K and q8_1, by the
+//                  reference row quantizer
 //   kind 4 HASH  : aux = conversion (0 fp16->fp32, 1 fp32->fp16, 2 fp32->bf16), count = inputs;
 //                  payload = u64 hash (see sample_inputs / mix below)
 #include <ggml.h>
@@ -274,6 +275,8 @@ void put_encode(ggml_type type, uint32_t set, const std::vector<float>& x, int64
   std::vector<uint8_t> q(row_bytes * rows, 0);
   if (type == GGML_TYPE_Q8_K) {
     quantize_row_q8_K_ref(x.data(), q.data(), rows * n_per_row);
+  } else if (type == GGML_TYPE_Q8_1) {
+    ggml_get_type_traits(type)->from_float_ref(x.data(), q.data(), rows * n_per_row);
   } else {
     ggml_quantize_chunk(type, x.data(), q.data(), 0, rows, n_per_row, nullptr);
   }
@@ -321,7 +324,7 @@ int main(int argc, char** argv) {
   const ggml_type encode[] = {GGML_TYPE_Q4_0,   GGML_TYPE_Q4_1,  GGML_TYPE_Q5_0, GGML_TYPE_Q5_1,
                               GGML_TYPE_Q8_0,   GGML_TYPE_MXFP4, GGML_TYPE_Q2_K, GGML_TYPE_Q3_K,
                               GGML_TYPE_Q4_K,   GGML_TYPE_Q5_K,  GGML_TYPE_Q6_K, GGML_TYPE_IQ4_NL,
-                              GGML_TYPE_IQ4_XS, GGML_TYPE_Q8_K};
+                              GGML_TYPE_IQ4_XS, GGML_TYPE_Q8_K,  GGML_TYPE_Q8_1};
   for (uint32_t s = 0; s < 3; ++s) {
     put_record(1, 0, s, static_cast<uint32_t>(n_per_row[s]), sets[s].data(), sets[s].size() * 4);
     for (ggml_type t : encode) put_encode(t, s, sets[s], n_per_row[s]);
