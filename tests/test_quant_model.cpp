@@ -7,16 +7,19 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "gguf/gguf.h"
+#include "gguf/gguf_writer.h"
 #include "quant/dequantize.h"
 #include "quant/quant_mix.h"
 #include "quant/quantize.h"
 #include "quant/quantize_model.h"
 #include "support/paths.h"
+#include "util/error.h"
 
 namespace boltrt {
 namespace {
@@ -158,6 +161,44 @@ TEST(QuantizeModelCli, ErrorsAreOneLine) {
                               &log),
             0)
       << log;
+}
+
+TEST(QuantizeModelCli, NonFiniteWeightIsRejectedWithoutOutput) {
+  const std::string dir = test::scratch_dir("quantize-nan");
+  gguf::Writer w;
+  w.set_string("general.architecture", "llama");
+  w.set_u32("llama.block_count", 1);
+  std::vector<float> good(256 * 4, 0.5f), bad(256 * 4, 0.25f);
+  bad[256 * 3 + 9] = std::numeric_limits<float>::quiet_NaN();
+  const int64_t ne[2] = {256, 4};
+  w.add_tensor_data("blk.0.attn_q.weight", GgmlType::F32, ne, good.data());
+  w.add_tensor_data("blk.0.ffn_up.weight", GgmlType::F32, ne, bad.data());
+  w.write(dir + "/in.gguf");
+  QuantizeOptions options;
+  options.ftype = FileType::Q4_K_M;
+  options.threads = 2;
+  try {
+    quantize_model(dir + "/in.gguf", dir + "/out.gguf", options);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("blk.0.ffn_up.weight"), std::string::npos) << m;
+    EXPECT_NE(m.find("row 3"), std::string::npos) << m;
+    EXPECT_NE(m.find("non-finite"), std::string::npos) << m;
+    EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+  }
+  EXPECT_FALSE(std::ifstream(dir + "/out.gguf").good());
+  // The same file without the NaN quantizes.
+  options.ftype = FileType::Q8_0;
+  bad[256 * 3 + 9] = 1.0f;
+  gguf::Writer w2;
+  w2.set_string("general.architecture", "llama");
+  w2.set_u32("llama.block_count", 1);
+  w2.add_tensor_data("blk.0.ffn_up.weight", GgmlType::F32, ne, bad.data());
+  w2.write(dir + "/in2.gguf");
+  const QuantizeSummary s = quantize_model(dir + "/in2.gguf", dir + "/out2.gguf", options);
+  EXPECT_EQ(s.n_converted, 1u);
+  EXPECT_EQ(gguf::File::open(dir + "/out2.gguf")->tensors()[0].type, GgmlType::Q8_0);
 }
 
 }  // namespace
