@@ -87,12 +87,16 @@ class QuantizeModel : public ::testing::TestWithParam<Case> {};
 
 TEST_P(QuantizeModel, MatchesPlanAndLlamaQuantize) {
   const Case c = GetParam();
-  const std::string dir = test::scratch_dir(std::string("quantize-") + c.preset + "-" + c.ftype);
+  const std::string dir =
+      test::scratch_dir(std::string("quantize-") + c.preset + "-" + c.source_type + "-" + c.ftype);
   const std::string in = synth(dir, c.preset, c.source_type);
   const std::string out = dir + "/boltrt.gguf";
+  // Quantized sources are requantized (dequantized to f32 first), as llama-quantize's flag does.
+  const std::string requantize = c.source_type[0] == 'q' ? " --allow-requantize " : " ";
   std::string log;
-  ASSERT_EQ(test::run_command(
-                test::cli_path() + " quantize " + in + " " + out + " " + c.ftype + " -t 2", &log),
+  ASSERT_EQ(test::run_command(test::cli_path() + " quantize" + requantize + in + " " + out + " " +
+                                  c.ftype + " -t 2",
+                              &log),
             0)
       << log;
   const auto ftype = file_type_from_name(c.ftype);
@@ -105,8 +109,9 @@ TEST_P(QuantizeModel, MatchesPlanAndLlamaQuantize) {
                     "with llama-quantize and the llama.cpp load";
   }
   const std::string ref = dir + "/llama.gguf";
-  ASSERT_EQ(
-      test::run_command(bin + "/llama-quantize " + in + " " + ref + " " + c.ftype + " 2", &log), 0)
+  ASSERT_EQ(test::run_command(
+                bin + "/llama-quantize" + requantize + in + " " + ref + " " + c.ftype + " 2", &log),
+            0)
       << log;
   const auto ours = gguf::File::open(out);
   const auto theirs = gguf::File::open(ref);
@@ -129,7 +134,8 @@ INSTANTIATE_TEST_SUITE_P(Gemma4, QuantizeModel,
                          ::testing::Values(Case{"tiny", "f32", "Q4_K_M"},
                                            Case{"tiny", "bf16", "Q8_0"},
                                            Case{"tiny-moe", "f32", "Q4_K_M"},
-                                           Case{"tiny-e2b-like", "f16", "Q4_0"}),
+                                           Case{"tiny-e2b-like", "f16", "Q4_0"},
+                                           Case{"tiny", "q8_0", "Q4_K_M"}),
                          [](const auto& info) {
                            std::string name = std::string(info.param.preset) + "_" +
                                               info.param.source_type + "_" + info.param.ftype;
