@@ -18,8 +18,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "backend/cpu/matmul_blocks.h"
 #include "backend/cpu/matmul_internal.h"
+#include "quant/unpack.h"
 
 #ifndef BOLTRT_X86_VNNI
 #error "define BOLTRT_X86_VNNI before including matmul_x86_kernels.h"
@@ -28,6 +28,7 @@
 namespace {
 
 using boltrt::GgmlType;
+using namespace boltrt;
 using namespace boltrt::cpu;
 
 inline float h2f(uint16_t h) {
@@ -159,7 +160,7 @@ void row_bf16(int64_t n, const uint8_t* wr, const uint8_t* const* ar, float* out
   for (int b = 0; b < kNb; ++b) {
     float s = hsum(acc[b]);
     const auto* a = reinterpret_cast<const uint16_t*>(ar[b]);
-    for (int64_t j = i; j < n; ++j) s += bf16_to_f32(w[j]) * bf16_to_f32(a[j]);
+    for (int64_t j = i; j < n; ++j) s += bf16_to_fp32(w[j]) * bf16_to_fp32(a[j]);
     out[b] = s;
   }
 }
@@ -192,7 +193,7 @@ struct IQ4_NLDecode {
   using Block = BlockIQ4_NL;
   static __m256i codes(const Block& x) {
     const __m256i lut = _mm256_broadcastsi128_si256(
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)));
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4NLValues)));
     return _mm256_shuffle_epi8(lut, nibbles_to_bytes(x.qs));
   }
   static float scale(const Block& x) { return h2f(x.d); }
@@ -201,10 +202,10 @@ struct MXFP4Decode {
   using Block = BlockMXFP4;
   static __m256i codes(const Block& x) {
     const __m256i lut = _mm256_broadcastsi128_si256(
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(kMxfp4Values)));
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(kMXFP4Values)));
     return _mm256_shuffle_epi8(lut, nibbles_to_bytes(x.qs));
   }
-  static float scale(const Block& x) { return e8m0_to_f32_half(x.e); }
+  static float scale(const Block& x) { return e8m0_to_fp32_half(x.e); }
 };
 
 template <typename Decode, int kNb>
@@ -415,7 +416,7 @@ void row_iq4_xs(int64_t n, const uint8_t* wr, const uint8_t* const* ar, float* o
     acc[b] = _mm256_setzero_ps();
   }
   const __m256i lut =
-      _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)));
+      _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4NLValues)));
   for (int64_t i = 0; i < n / 256; ++i) {
     __m256i sumi[kNb];
     for (int b = 0; b < kNb; ++b) sumi[b] = _mm256_setzero_si256();
