@@ -7,6 +7,8 @@
 // Batch 1 is reported as GB/s of weight bytes read (decode is bandwidth bound); batches 8 and
 // 128 as GMAC/s. Weights are replicated into enough copies (>= 256 MiB in all) that successive
 // calls miss the 32 MiB L3, as decode does when it walks through all layers.
+#include <immintrin.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -71,6 +73,30 @@ double measure_read_bandwidth(ThreadPool& pool) {
   return best;
 }
 
+#if defined(__x86_64__)
+// int8 multiply-accumulate peak of one core: 24 independent chains of 512-bit vpdpbusd
+// (64 MACs each). Returns MACs per second of this thread.
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) double vnni_peak_one_thread(
+    int64_t iterations) {
+  constexpr int kChains = 24;
+  __m512i acc[kChains];
+  for (int i = 0; i < kChains; ++i) acc[i] = _mm512_set1_epi32(i);
+  __m512i a = _mm512_set1_epi8(3), b = _mm512_set1_epi8(-5);
+  __asm__ volatile("" : "+v"(a), "+v"(b));
+  const double t0 = now_seconds();
+  for (int64_t it = 0; it < iterations; ++it) {
+    for (int i = 0; i < kChains; ++i) acc[i] = _mm512_dpbusd_epi32(acc[i], a, b);
+  }
+  const double t = now_seconds() - t0;
+  __m512i sum = acc[0];
+  for (int i = 1; i < kChains; ++i) sum = _mm512_add_epi32(sum, acc[i]);
+  alignas(64) int32_t lanes[16];
+  _mm512_store_si512(lanes, sum);
+  if (lanes[0] == 42) std::printf(" ");
+  return static_cast<double>(iterations) * kChains * 64 / t;
+}
+#endif
+
 struct Shape {
   const char* name;
   int64_t cols, rows;  // in -> out
@@ -134,6 +160,18 @@ int main(int argc, char** argv) {
     for (int i = 0; i < 20000; ++i) pool.run(nothing);
     std::printf("thread pool: empty parallel op %.2f us\n", seconds_since(t0) / 20000 * 1e6);
   }
+
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("avx512vnni")) {
+    std::vector<double> per_thread(static_cast<size_t>(threads));
+    pool.run(
+        [&](int t) { per_thread[static_cast<size_t>(t)] = vnni_peak_one_thread(50'000'000 / 24); });
+    double total = 0.0;
+    for (double v : per_thread) total += v;
+    std::printf("int8 peak (512-bit vpdpbusd, measured): %.0f GMAC/s over %d threads\n",
+                total / 1e9, threads);
+  }
+#endif
 
   std::vector<Shape> shapes = {
       {"2560->2048", 2560, 2048}, {"2560->10240", 2560, 10240}, {"10240->2560", 10240, 2560}};

@@ -29,6 +29,14 @@
 
 namespace {
 
+// Register tiles only work when these short loops are fully unrolled (GCC otherwise keeps the
+// per-activation accumulators in memory).
+#if defined(__clang__)
+#define BOLTRT_UNROLL _Pragma("unroll")
+#else
+#define BOLTRT_UNROLL _Pragma("GCC unroll 16")
+#endif
+
 // 16 weight rows; lanes past the last row repeat the last row (their results are not stored).
 struct RowGroup {
   const uint8_t* rows[16];
@@ -328,12 +336,14 @@ void lanes32_compute(const GemmTile& t, const LegacyPanel* panel, int64_t r0, in
   const int64_t nblk = t.cols / 32;
   const uint8_t* act[kNb];
   __m512 acc[kNb];
+  BOLTRT_UNROLL
   for (int b = 0; b < kNb; ++b) {
     act[b] = t.a + (b0 + b) * t.a_stride;
     acc[b] = _mm512_setzero_ps();
   }
   for (int64_t i = 0; i < nblk; ++i) {
     const LegacyPanel& p = panel[i];
+    BOLTRT_UNROLL
     for (int b = 0; b < kNb; ++b) {
       const uint8_t* blk = act[b] + i * Act::kBytes;
       __m512i s = _mm512_setzero_si512();
@@ -353,6 +363,7 @@ void lanes32_compute(const GemmTile& t, const LegacyPanel* panel, int64_t r0, in
       }
     }
   }
+  BOLTRT_UNROLL
   for (int b = 0; b < kNb; ++b) store_rows(t, b0 + b, r0, mask, acc[b]);
 }
 
@@ -472,6 +483,7 @@ void q45k_compute(const GemmTile& t, const Q45KPanel* panel, int64_t r0, int64_t
   const int64_t nsb = t.cols / 256;
   const ActQ8_K* act[kNb];
   __m512 acc[kNb];
+  BOLTRT_UNROLL
   for (int b = 0; b < kNb; ++b) {
     act[b] = reinterpret_cast<const ActQ8_K*>(t.a + (b0 + b) * t.a_stride);
     acc[b] = _mm512_setzero_ps();
@@ -479,8 +491,10 @@ void q45k_compute(const GemmTile& t, const Q45KPanel* panel, int64_t r0, int64_t
   for (int64_t i = 0; i < nsb; ++i) {
     const Q45KPanel& p = panel[i];
     __m512i isum[kNb];
+    BOLTRT_UNROLL
     for (int b = 0; b < kNb; ++b) isum[b] = _mm512_setzero_si512();
     for (int s = 0; s < 8; ++s) {
+      BOLTRT_UNROLL
       for (int b = 0; b < kNb; ++b) {
         const int8_t* qy = act[b][i].qs + 32 * s;
         __m512i dot = _mm512_setzero_si512();
@@ -489,6 +503,7 @@ void q45k_compute(const GemmTile& t, const Q45KPanel* panel, int64_t r0, int64_t
         isum[b] = _mm512_add_epi32(isum[b], _mm512_mullo_epi32(dot, p.scale[s]));
       }
     }
+    BOLTRT_UNROLL
     for (int b = 0; b < kNb; ++b) {
       const int32_t* mp = pairs + ((b0 + b) * nsb + i) * 4;
       __m512i msum = _mm512_setzero_si512();
@@ -499,6 +514,7 @@ void q45k_compute(const GemmTile& t, const Q45KPanel* panel, int64_t r0, int64_t
       acc[b] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum), _mm512_mul_ps(p.dmin, dy), acc[b]);
     }
   }
+  BOLTRT_UNROLL
   for (int b = 0; b < kNb; ++b) store_rows(t, b0 + b, r0, mask, acc[b]);
 }
 
@@ -602,6 +618,7 @@ void q6k_compute(const GemmTile& t, const Q6KPanel* panel, int64_t r0, int64_t b
   const int64_t nsb = t.cols / 256;
   const ActQ8_K* act[kNb];
   __m512 acc[kNb];
+  BOLTRT_UNROLL
   for (int b = 0; b < kNb; ++b) {
     act[b] = reinterpret_cast<const ActQ8_K*>(t.a + (b0 + b) * t.a_stride);
     acc[b] = _mm512_setzero_ps();
@@ -609,8 +626,10 @@ void q6k_compute(const GemmTile& t, const Q6KPanel* panel, int64_t r0, int64_t b
   for (int64_t i = 0; i < nsb; ++i) {
     const Q6KPanel& p = panel[i];
     __m512i isum[kNb];
+    BOLTRT_UNROLL
     for (int b = 0; b < kNb; ++b) isum[b] = _mm512_setzero_si512();
     for (int c = 0; c < 8; ++c) {
+      BOLTRT_UNROLL
       for (int b = 0; b < kNb; ++b) {
         const int8_t* qy = act[b][i].qs + 32 * c;
         __m512i pa = _mm512_setzero_si512(), pb = _mm512_setzero_si512();
@@ -623,6 +642,7 @@ void q6k_compute(const GemmTile& t, const Q6KPanel* panel, int64_t r0, int64_t b
                                                        _mm512_mullo_epi32(pb, p.scale[2 * c + 1])));
       }
     }
+    BOLTRT_UNROLL
     for (int b = 0; b < kNb; ++b) {
       const int32_t* bp = pairs + ((b0 + b) * nsb + i) * 8;
       __m512i off = _mm512_setzero_si512();
@@ -633,6 +653,7 @@ void q6k_compute(const GemmTile& t, const Q6KPanel* panel, int64_t r0, int64_t b
                                _mm512_mul_ps(p.d, _mm512_set1_ps(act[b][i].d)), acc[b]);
     }
   }
+  BOLTRT_UNROLL
   for (int b = 0; b < kNb; ++b) store_rows(t, b0 + b, r0, mask, acc[b]);
 }
 
@@ -690,6 +711,7 @@ void iq4xs_compute(const GemmTile& t, const IQ4XSPanel* panel, int64_t r0, int64
   const int64_t nsb = t.cols / 256;
   const ActQ8_K* act[kNb];
   __m512 acc[kNb];
+  BOLTRT_UNROLL
   for (int b = 0; b < kNb; ++b) {
     act[b] = reinterpret_cast<const ActQ8_K*>(t.a + (b0 + b) * t.a_stride);
     acc[b] = _mm512_setzero_ps();
@@ -697,8 +719,10 @@ void iq4xs_compute(const GemmTile& t, const IQ4XSPanel* panel, int64_t r0, int64
   for (int64_t i = 0; i < nsb; ++i) {
     const IQ4XSPanel& p = panel[i];
     __m512i isum[kNb];
+    BOLTRT_UNROLL
     for (int b = 0; b < kNb; ++b) isum[b] = _mm512_setzero_si512();
     for (int ib = 0; ib < 8; ++ib) {
+      BOLTRT_UNROLL
       for (int b = 0; b < kNb; ++b) {
         const int8_t* qy = act[b][i].qs + 32 * ib;
         __m512i dot = _mm512_setzero_si512();
@@ -708,11 +732,13 @@ void iq4xs_compute(const GemmTile& t, const IQ4XSPanel* panel, int64_t r0, int64
         isum[b] = _mm512_add_epi32(isum[b], _mm512_mullo_epi32(dot, p.scale[ib]));
       }
     }
+    BOLTRT_UNROLL
     for (int b = 0; b < kNb; ++b) {
       acc[b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[b]),
                                _mm512_mul_ps(p.d, _mm512_set1_ps(act[b][i].d)), acc[b]);
     }
   }
+  BOLTRT_UNROLL
   for (int b = 0; b < kNb; ++b) store_rows(t, b0 + b, r0, mask, acc[b]);
 }
 
