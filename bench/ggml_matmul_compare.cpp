@@ -3,10 +3,10 @@
 // largest difference between their outputs relative to max |y|. Not built by CMake. Build from
 // the repository root after building boltrt_core in build/matmul:
 //
-//   g++ -O2 -std=c++20 -Isrc -Itests -I$HOME/.cache/llama-ref/src/ggml/include \
-//       bench/ggml_matmul_compare.cpp build/matmul/libboltrt_core.a \
-//       -L$HOME/.cache/llama-ref/build/bin -lggml -lggml-base -lggml-cpu -lfmt -lpthread \
-//       -Wl,-rpath,$HOME/.cache/llama-ref/build/bin -o build/matmul/ggml_matmul_compare
+//   R=$HOME/.cache/llama-ref
+//   g++ -O2 -std=c++20 -Isrc -Itests -I$R/src/ggml/include bench/ggml_matmul_compare.cpp
+//       build/matmul/libboltrt_core.a -L$R/build/bin -lggml -lggml-base -lggml-cpu -lfmt
+//       -lpthread -Wl,-rpath,$R/build/bin -o build/matmul/ggml_matmul_compare    (one line)
 //   build/matmul/ggml_matmul_compare q4_K 2560 10240 1 2      # type cols rows batch threads
 //
 // ggml here multiplies plain tensors (ggml_graph_compute), so its CPU_REPACK layouts,
