@@ -23,8 +23,9 @@ class SymbolTable {
     tokens_ = tokens;
     size_t cap = 16;
     while (cap < expected_total * 2) cap <<= 1;
-    slots_.assign(cap, kNone);
+    slots_.assign(cap, Slot{});
     hashes_.clear();
+    hashes_.reserve(tokens->size());
   }
   size_t size() const { return hashes_.size(); }
   std::string_view text(uint32_t id) const {
@@ -54,12 +55,19 @@ class SymbolTable {
 
  private:
   static uint64_t hash(std::string_view s) { return std::hash<std::string_view>{}(s); }
+  // A slot keeps the hash's high half next to the id, so a probe touches one cache line until
+  // the hashes agree.
+  struct Slot {
+    uint32_t id = kNone;
+    uint32_t tag = 0;
+  };
+  static uint32_t tag_of(uint64_t h) { return static_cast<uint32_t>(h >> 32); }
   uint32_t find_hashed(std::string_view s, uint64_t h) const {
     const size_t mask = slots_.size() - 1;
     for (size_t i = h & mask;; i = (i + 1) & mask) {
-      const uint32_t id = slots_[i];
-      if (id == kNone) return kNone;
-      if (hashes_[id] == h && text(id) == s) return id;
+      const Slot& slot = slots_[i];
+      if (slot.id == kNone) return kNone;
+      if (slot.tag == tag_of(h) && text(slot.id) == s) return slot.id;
     }
   }
   void insert(uint32_t id, uint64_t h) {
@@ -72,22 +80,22 @@ class SymbolTable {
   void place(uint32_t id, uint64_t h) {
     const size_t mask = slots_.size() - 1;
     size_t i = h & mask;
-    while (slots_[i] != kNone) i = (i + 1) & mask;
-    slots_[i] = id;
+    while (slots_[i].id != kNone) i = (i + 1) & mask;
+    slots_[i] = Slot{id, tag_of(h)};
   }
   void grow() {
-    std::vector<uint32_t> old;
+    std::vector<Slot> old;
     old.swap(slots_);
-    slots_.assign(old.size() * 2, kNone);
-    for (uint32_t id : old) {
-      if (id != kNone) place(id, hashes_[id]);
+    slots_.assign(old.size() * 2, Slot{});
+    for (const Slot& slot : old) {
+      if (slot.id != kNone) place(slot.id, hashes_[slot.id]);
     }
   }
 
   const std::vector<std::string>* tokens_ = nullptr;
   std::vector<std::string> extra_;
   std::vector<uint64_t> hashes_;  // by id
-  std::vector<uint32_t> slots_;
+  std::vector<Slot> slots_;
   size_t used_ = 0;
 };
 
