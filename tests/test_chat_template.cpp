@@ -130,6 +130,46 @@ TEST(ChatTemplate, MalformedOutputKeepsText) {
   EXPECT_EQ(r.content, "<|channel>final\nabc");
 }
 
+TEST(ChatTemplate, ParserSurvivesRandomOutput) {
+  const Json tools = Json::parse(
+      R"([{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}])");
+  const std::string parts[] = {"<|channel>",
+                               "thought",
+                               "<channel|>",
+                               "<|tool_call>",
+                               "call:f",
+                               "{",
+                               "}",
+                               "a:",
+                               "<|\"|>",
+                               "1.5",
+                               "[",
+                               "]",
+                               ",",
+                               " ",
+                               "\n",
+                               "<tool_call|>",
+                               "<|turn>model\n",
+                               "text",
+                               "\xE2\x82",
+                               "\xFF"};
+  uint64_t state = 99;
+  for (int round = 0; round < 3000; ++round) {
+    std::string out;
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    const int n = static_cast<int>((state >> 33) % 16);
+    for (int k = 0; k < n; ++k) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      out += parts[(state >> 33) % std::size(parts)];
+    }
+    for (const char* gen : {"<|turn>model\n", "<|turn>model\n<|channel>thought\n<channel|>"}) {
+      const ParsedOutput r = parse_gemma4_output(out, gen, round % 2 ? tools : Json());
+      EXPECT_LE(r.reasoning.size() + r.content.size(), out.size() + 64) << round;
+      for (const ToolCall& c : r.tool_calls) EXPECT_EQ(c.name, "f");
+    }
+  }
+}
+
 TEST(ChatTemplate, FormatSelection) {
   std::string warning;
   EXPECT_EQ(ChatTemplate::for_source("", &warning).format(), ChatFormat::kNone);
