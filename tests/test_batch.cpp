@@ -23,7 +23,8 @@
 #include <thread>
 #include <vector>
 
-#include "batch/fake_engine.h"
+#include "api/fake_backend.h"
+#include "batch/backend_engine.h"
 #include "batch/progress.h"
 #include "batch/request.h"
 #include "batch/result_file.h"
@@ -38,6 +39,10 @@ namespace boltrt::batch {
 namespace {
 
 using nlohmann::json;
+
+std::unique_ptr<BatchEngine> fake_engine(int parallel, int64_t n_ctx, int delay_us) {
+  return make_backend_engine(make_fake_backend(n_ctx, delay_us), parallel);
+}
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -294,7 +299,7 @@ TEST(RunBatch, WritesResultsAndErrorsAndResumes) {
              "{\"id\":\"a\",\"prompt\":\"again\"}\n"
              "{\"id\":\"long\",\"prompt\":\"" +
                  std::string(300, 'q') + "\"}\n");
-  auto engine = make_fake_engine(1, 128, 0);
+  auto engine = fake_engine(1, 128, 0);
   BatchSummary s = run_batch(*engine, f.options());
   EXPECT_EQ(s.requests, 3);
   EXPECT_EQ(s.completed, 2);
@@ -337,11 +342,35 @@ TEST(RunBatch, WritesResultsAndErrorsAndResumes) {
   EXPECT_EQ(read_lines(f.output + ".errors.jsonl").size(), 3u);
 }
 
+TEST(RunBatch, ReasoningIsSplitFromContent) {
+  RunFixture f("batch_run_reasoning");
+  write_file(f.input,
+             R"({"id":"t","messages":[{"role":"user","content":"hi"}],"reasoning":"on"})"
+             "\n"
+             R"({"id":"n","messages":[{"role":"user","content":"hi"}],"reasoning":false})"
+             "\n"
+             R"({"id":"x","messages":[{"role":"user","content":"hi"}],"tools":[{}]})"
+             "\n");
+  auto engine = fake_engine(1, 128, 0);
+  run_batch(*engine, f.options());
+  const auto results = read_lines(f.output);
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[0]["reasoning"], "user: hi\n");
+  EXPECT_EQ(results[0]["content"], "USER: HI\n");
+  EXPECT_EQ(results[0]["tokens"]["reasoning"], 9);  // the thought's bytes; markers not counted
+  EXPECT_EQ(results[1]["reasoning"], "");
+  EXPECT_EQ(results[1]["content"], "USER: HI\n");
+  EXPECT_EQ(results[1]["tokens"]["reasoning"], 0);
+  const auto errors = read_lines(f.output + ".errors.jsonl");
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0]["error"], "'tools' are not supported by this build's chat format yet");
+}
+
 TEST(RunBatch, ParallelGivesTheSameResults) {
   RunFixture f("batch_run_parallel");
   write_file(f.input, numbered_input(23));
   for (int parallel : {1, 4, 8}) {
-    auto engine = make_fake_engine(parallel, 256, 0);
+    auto engine = fake_engine(parallel, 256, 0);
     BatchOptions o = f.options(parallel);
     o.overwrite = true;
     const BatchSummary s = run_batch(*engine, o);
@@ -356,7 +385,7 @@ TEST(RunBatch, SeedsMakeSampledRunsRepeatable) {
                       "\n");
   std::string first;
   for (int run = 0; run < 2; ++run) {
-    auto engine = make_fake_engine(1, 64, 0);
+    auto engine = fake_engine(1, 64, 0);
     BatchOptions o = f.options();
     o.overwrite = true;
     o.sampling.top_k = 0;
@@ -376,7 +405,7 @@ TEST(RunBatch, SeedsMakeSampledRunsRepeatable) {
 TEST(RunBatch, FullDiskStopsCleanlyAndResumeFinishes) {
   RunFixture f("batch_run_full_disk");
   write_file(f.input, numbered_input(12));
-  auto engine = make_fake_engine(3, 256, 0);
+  auto engine = fake_engine(3, 256, 0);
   BatchOptions o = f.options(3);
   o.fail_after_bytes = 1000;  // room for a few result lines
   try {
@@ -405,7 +434,7 @@ TEST(RunBatch, ShardsPartitionTheInput) {
   std::string merged;
   int64_t malformed = 0;
   for (int i = 0; i < 4; ++i) {
-    auto engine = make_fake_engine(2, 256, 0);
+    auto engine = fake_engine(2, 256, 0);
     BatchOptions o = f.options(2);
     parse_shard(fmt::format("{}/4", i), o);
     o.output = f.dir + fmt::format("/out.{}.jsonl", i);
