@@ -2,9 +2,10 @@
 // --fake-model). Byte tokens 0..255 plus:
 //   256 end of generation, 257 answer marker, 258/259 open/close a thought, 260 "think" flag.
 // A prompt is the request's text followed by the marker, which tokenize() adds as its "special
-// token" (chat: "role: content\n" lines, preceded by the think flag when thinking is on). The model answers with the text upper-cased
-// and ends; with the think flag it first "thinks" the text as it is, between 258 and 259.
-// An optional delay per decode() makes runs slow enough to kill at random moments.
+// token" (chat: "role: content\n" lines, preceded by the think flag when thinking is on). The model
+// answers with the text upper-cased and ends; with the think flag it first "thinks" the text as it
+// is, between 258 and 259. An optional delay per decode() makes runs slow enough to kill at random
+// moments.
 #pragma once
 #include <cstdint>
 #include <memory>
