@@ -102,7 +102,7 @@ Gemma4Config gemma4_preset(std::string_view name, int64_t n_layer) {
     int64_t kv_start = L - (rule->shared_kv * L + rule->n_layer / 2) / rule->n_layer;
     kv_start = std::max<int64_t>(kv_start, 2);
     while (kv_start < L && !(!c.is_swa[kv_start - 1] && c.is_swa[kv_start - 2])) ++kv_start;
-    c.shared_kv_layers = L - kv_start;
+    c.shared_kv_layers = kv_start < L ? L - kv_start : 0;
   }
   const int64_t kv_start = L - c.shared_kv_layers;
   c.n_head_kv.resize(L);
@@ -286,8 +286,12 @@ void check_config(const Gemma4Config& c) {
 
 }  // namespace
 
-Gemma4SynthStats write_gemma4_synth(const Gemma4Config& c, const Gemma4SynthOptions& options,
-                                    const std::string& path) {
+namespace {
+
+// Fills `w` with the model's metadata and lazily produced tensors; nothing is generated until
+// the writer runs the producers. `pool` must outlive the writer's write().
+Gemma4SynthStats prepare(const Gemma4Config& c, const Gemma4SynthOptions& options, gguf::Writer& w,
+                         std::unique_ptr<ThreadPool>& pool) {
   check_config(c);
   const uint32_t file_type = file_type_for(options.type);
 
@@ -308,7 +312,6 @@ Gemma4SynthStats write_gemma4_synth(const Gemma4Config& c, const Gemma4SynthOpti
     config.n_vocab = static_cast<int64_t>(vocab.tokens.size());
   }
 
-  gguf::Writer w;
   const std::string a = "gemma4.";
   w.set_string("general.architecture", "gemma4");
   w.set_string("general.name",
@@ -361,7 +364,6 @@ Gemma4SynthStats write_gemma4_synth(const Gemma4Config& c, const Gemma4SynthOpti
 
   std::vector<Spec> specs = build_specs(config, options.type);
   const int threads = std::max(1, options.threads);
-  std::unique_ptr<ThreadPool> pool;
   if (threads > 1) pool = std::make_unique<ThreadPool>(threads);
   Gemma4SynthStats stats;
   for (const Spec& s : specs) {
@@ -374,7 +376,7 @@ Gemma4SynthStats write_gemma4_synth(const Gemma4Config& c, const Gemma4SynthOpti
   for (const Spec& s : specs) {
     const uint64_t tensor_seed = tensor_stream_seed(options.seed, s.name);
     w.add_tensor(s.name, s.type, s.ne,
-                 [&s, tensor_seed, random_blocks, &pool](gguf::TensorSink& sink) {
+                 [s, tensor_seed, random_blocks, &pool](gguf::TensorSink& sink) {
                    int64_t rows = 1;
                    for (size_t d = 1; d < s.ne.size(); ++d) rows *= s.ne[d];
                    write_weight_rows(s.type, s.init, tensor_seed, s.ne[0], rows, random_blocks,
@@ -383,6 +385,23 @@ Gemma4SynthStats write_gemma4_synth(const Gemma4Config& c, const Gemma4SynthOpti
   }
   stats.n_tensors = specs.size();
   stats.file_bytes = w.file_size();
+  stats.n_vocab = config.n_vocab;
+  return stats;
+}
+
+}  // namespace
+
+Gemma4SynthStats plan_gemma4_synth(const Gemma4Config& config, const Gemma4SynthOptions& options) {
+  gguf::Writer w;
+  std::unique_ptr<ThreadPool> pool;
+  return prepare(config, options, w, pool);
+}
+
+Gemma4SynthStats write_gemma4_synth(const Gemma4Config& config, const Gemma4SynthOptions& options,
+                                    const std::string& path) {
+  gguf::Writer w;
+  std::unique_ptr<ThreadPool> pool;
+  Gemma4SynthStats stats = prepare(config, options, w, pool);
   w.write(path);
   return stats;
 }

@@ -62,7 +62,11 @@ struct Gemma4SynthStats {
   uint64_t file_bytes = 0;
   uint64_t n_tensors = 0;
   uint64_t n_params = 0;
+  int64_t n_vocab = 0;
 };
+
+// What write_gemma4_synth would write (sizes and counts), without generating any weights.
+Gemma4SynthStats plan_gemma4_synth(const Gemma4Config& config, const Gemma4SynthOptions& options);
 
 // Writes the model to `path` (atomically). Throws boltrt::Error on bad options or I/O failure.
 Gemma4SynthStats write_gemma4_synth(const Gemma4Config& config, const Gemma4SynthOptions& options,
