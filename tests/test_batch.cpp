@@ -344,13 +344,12 @@ TEST(RunBatch, WritesResultsAndErrorsAndResumes) {
 
 TEST(RunBatch, ReasoningIsSplitFromContent) {
   RunFixture f("batch_run_reasoning");
-  write_file(f.input,
-             R"({"id":"t","messages":[{"role":"user","content":"hi"}],"reasoning":"on"})"
-             "\n"
-             R"({"id":"n","messages":[{"role":"user","content":"hi"}],"reasoning":false})"
-             "\n"
-             R"({"id":"x","messages":[{"role":"user","content":"hi"}],"tools":[{}]})"
-             "\n");
+  write_file(f.input, R"({"id":"t","messages":[{"role":"user","content":"hi"}],"reasoning":"on"})"
+                      "\n"
+                      R"({"id":"n","messages":[{"role":"user","content":"hi"}],"reasoning":false})"
+                      "\n"
+                      R"({"id":"x","messages":[{"role":"user","content":"hi"}],"tools":[{}]})"
+                      "\n");
   auto engine = fake_engine(1, 128, 0);
   run_batch(*engine, f.options());
   const auto results = read_lines(f.output);
@@ -529,6 +528,24 @@ TEST(BatchCli, KillNineAtRandomMomentsThenResumeGivesEachIdOnce) {
   expect_complete(f.output, kRequests);
 }
 
+TEST(BatchCli, InterruptStopsWith130ThenResumes) {
+  RunFixture f("batch_cli_interrupt");
+  write_file(f.input, numbered_input(30));
+  const std::vector<std::string> command = {
+      test::cli_path(), "batch",    "--fake-model", "--fake-delay-us", "3000", "--input",
+      f.input,          "--output", f.output,       "--temp",          "0",    "--resume"};
+  const pid_t pid = spawn(command, f.dir + "/log.txt");
+  ASSERT_GT(pid, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  kill(pid, SIGINT);
+  EXPECT_EQ(wait_status(pid), 130) << read_file(f.dir + "/log.txt");
+  EXPECT_NE(read_file(f.dir + "/log.txt").find("interrupted; run again with --resume"),
+            std::string::npos);
+  EXPECT_LT(read_lines(f.output).size(), 30u);
+  EXPECT_EQ(wait_status(spawn(command, f.dir + "/log.txt")), 0);
+  expect_complete(f.output, 30);
+}
+
 TEST(BatchCli, FileSizeLimitStopsWithOneMessageThenResumes) {
   RunFixture f("batch_cli_fsize");
   write_file(f.input, numbered_input(20));
@@ -548,6 +565,37 @@ TEST(BatchCli, FileSizeLimitStopsWithOneMessageThenResumes) {
   log.clear();
   ASSERT_EQ(test::run_command(base + " --resume", &log), 0) << log;
   expect_complete(f.output, 20);
+}
+
+// A Slurm array of 4 (ids 1..4 here, so SLURM_ARRAY_TASK_MIN matters) and a Kubernetes
+// Indexed Job of 4 each split the input; the merged outputs hold every id once.
+TEST(BatchCli, SlurmAndKubernetesShards) {
+  RunFixture f("batch_cli_shards");
+  write_file(f.input, numbered_input(10));
+  for (const char* scheduler : {"slurm", "k8s"}) {
+    std::string merged;
+    for (int i = 0; i < 4; ++i) {
+      const std::string out = fmt::format("{}/{}.{}.jsonl", f.dir, scheduler, i);
+      const std::string env =
+          std::string(scheduler) == "slurm"
+              ? fmt::format(
+                    "SLURM_ARRAY_TASK_ID={} SLURM_ARRAY_TASK_MIN=1 SLURM_ARRAY_TASK_COUNT=4", i + 1)
+              : fmt::format("JOB_COMPLETION_INDEX={}", i);
+      std::string log;
+      ASSERT_EQ(test::run_command(
+                    fmt::format("env {} '{}' batch --fake-model --temp 0 --input '{}' --output "
+                                "'{}' --resume {}",
+                                env, test::cli_path(), f.input, out,
+                                std::string(scheduler) == "k8s" ? "--shard-count 4" : ""),
+                    &log),
+                0)
+          << log;
+      EXPECT_EQ(read_lines(out).size(), i < 2 ? 3u : 2u) << scheduler << " shard " << i;
+      merged += read_file(out);
+    }
+    write_file(f.output, merged);
+    expect_complete(f.output, 10);
+  }
 }
 
 TEST(BatchCli, ArgumentErrorsAreOneLine) {
