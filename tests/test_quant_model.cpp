@@ -178,31 +178,30 @@ void write_imatrix(const std::string& model_path, const std::string& path) {
 TEST(QuantizeModelCli, ImatrixMatchesLlamaQuantize) {
   const std::string bin = test::llama_ref_bin();
   const std::string dir = test::scratch_dir("quantize-imatrix");
-  for (const char* preset : {"tiny-moe", "tiny"}) {
+  const std::pair<const char*, const char*> cases[] = {{"tiny-moe", "Q4_K_M"}, {"tiny", "Q4_0"}};
+  for (const auto& [preset, ftype] : cases) {
     const std::string in = synth(dir, preset, "f32");
     const std::string imatrix = dir + "/" + preset + ".imatrix.gguf";
     write_imatrix(in, imatrix);
-    for (const char* ftype : {"Q4_K_M", "Q4_0"}) {
-      const std::string out = dir + "/boltrt-" + preset + "-" + ftype + ".gguf";
-      std::string log;
-      ASSERT_EQ(test::run_command(test::cli_path() + " quantize --imatrix " + imatrix + " " + in +
-                                      " " + out + " " + ftype + " -t 2",
-                                  &log),
-                0)
-          << log;
-      const auto q = gguf::File::open(out);
-      EXPECT_EQ(q->get_string("quantize.imatrix.dataset"), "synthetic.txt");
-      EXPECT_EQ(q->get_int("quantize.imatrix.chunks_count"), 7);
-      if (bin.empty()) continue;
-      const std::string ref = dir + "/llama-" + preset + "-" + ftype + ".gguf";
-      ASSERT_EQ(test::run_command(bin + "/llama-quantize --imatrix " + imatrix + " " + in + " " +
-                                      ref + " " + ftype + " 2",
-                                  &log),
-                0)
-          << log;
-      EXPECT_TRUE(read_all(out) == read_all(ref))
-          << preset << " " << ftype << ": output differs from llama-quantize --imatrix";
-    }
+    const std::string out = dir + "/boltrt-" + preset + "-" + ftype + ".gguf";
+    std::string log;
+    ASSERT_EQ(test::run_command(test::cli_path() + " quantize --imatrix " + imatrix + " " + in +
+                                    " " + out + " " + ftype + " -t 2",
+                                &log),
+              0)
+        << log;
+    const auto q = gguf::File::open(out);
+    EXPECT_EQ(q->get_string("quantize.imatrix.dataset"), "synthetic.txt");
+    EXPECT_EQ(q->get_int("quantize.imatrix.chunks_count"), 7);
+    if (bin.empty()) continue;
+    const std::string ref = dir + "/llama-" + preset + "-" + ftype + ".gguf";
+    ASSERT_EQ(test::run_command(bin + "/llama-quantize --imatrix " + imatrix + " " + in + " " +
+                                    ref + " " + ftype + " 2",
+                                &log),
+              0)
+        << log;
+    EXPECT_TRUE(read_all(out) == read_all(ref))
+        << preset << " " << ftype << ": output differs from llama-quantize --imatrix";
   }
   if (bin.empty()) {
     GTEST_SKIP() << "llama-ref not built (~/.cache/llama-ref/build/bin): skipped the comparison "
