@@ -7,7 +7,9 @@
 // Batch 1 is reported as GB/s of weight bytes read (decode is bandwidth bound); batches 8 and
 // 128 as GMAC/s. Weights are replicated into enough copies (>= 256 MiB in all) that successive
 // calls miss the 32 MiB L3, as decode does when it walks through all layers.
+#if defined(__x86_64__)
 #include <immintrin.h>
+#endif
 
 #include <algorithm>
 #include <chrono>
@@ -45,6 +47,7 @@ double now_seconds() {
 }
 
 // Sum of 64-bit words [b, e) with AVX2 loads, 4 independent accumulators.
+#if defined(__x86_64__)
 __attribute__((target("avx2"))) uint64_t read_words(const uint64_t* p, int64_t b, int64_t e) {
   __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
   int64_t i = b;
@@ -59,6 +62,15 @@ __attribute__((target("avx2"))) uint64_t read_words(const uint64_t* p, int64_t b
   for (; i < e; ++i) s ^= p[i];
   return s;
 }
+#else
+uint64_t read_words(const uint64_t* p, int64_t b, int64_t e) {
+  uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  int64_t i = b;
+  for (; i + 4 <= e; i += 4) s0 ^= p[i], s1 ^= p[i + 1], s2 ^= p[i + 2], s3 ^= p[i + 3];
+  for (; i < e; ++i) s0 ^= p[i];
+  return s0 ^ s1 ^ s2 ^ s3;
+}
+#endif
 
 // Streaming read of a 1 GiB buffer split over the pool's threads; best of 5 passes, in GB/s.
 double measure_read_bandwidth(ThreadPool& pool) {
