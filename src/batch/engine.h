@@ -24,7 +24,8 @@ class BatchEngine {
   virtual std::unique_ptr<TokenController> controller(const BatchRequest& request) const = 0;
   // Adds "reasoning", "content" and "tool_calls" (when the model has a tool-call format) to
   // `out` from the generated text. Returns the number of reasoning tokens.
-  virtual int64_t split_output(const BatchRequest& request, const GenerationResult& result,
+  virtual int64_t split_output(const BatchRequest& request, std::span<const int32_t> prompt,
+                               const GenerationResult& result,
                                nlohmann::ordered_json& out) const = 0;
   // One line saying how --parallel sequences share the model (for the run summary).
   virtual std::string describe() const = 0;

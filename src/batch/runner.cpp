@@ -210,7 +210,7 @@ BatchSummary run_batch(BatchEngine& engine, const BatchOptions& options) {
     nlohmann::ordered_json out;
     out["id"] = request.id;
     out["text"] = result.text;
-    const int64_t reasoning_tokens = engine.split_output(request, result, out);
+    const int64_t reasoning_tokens = engine.split_output(request, prompt, result, out);
     out["finish_reason"] = std::string(to_string(result.finish_reason));
     out["tokens"]["prompt"] = result.stats.n_prompt_tokens;
     out["tokens"]["completion"] = result.stats.n_tokens;
