@@ -2,6 +2,10 @@
 // thread pool and hands each thread's contiguous row range to the kernel of the chosen SIMD level.
 #include "backend/cpu/matmul.h"
 
+#if defined(__x86_64__) || defined(_M_X64)
+#include <cpuid.h>
+#endif
+
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -15,11 +19,20 @@
 namespace boltrt {
 namespace {
 
+#if defined(__x86_64__) || defined(_M_X64)
+// clang 14's __builtin_cpu_supports does not know "f16c": read CPUID leaf 1, ECX bit 29.
+bool cpu_has_f16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return false;
+  return (ecx & (1u << 29)) != 0;
+}
+#endif
+
 SimdLevel best_supported_level() {
 #if defined(__x86_64__) || defined(_M_X64)
   __builtin_cpu_init();
   const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                    __builtin_cpu_supports("f16c") && __builtin_cpu_supports("bmi2");
+                    cpu_has_f16c() && __builtin_cpu_supports("bmi2");
   const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") &&
                       __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
                       __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vnni");
