@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <string>
 
+#include <unistd.h>
+
 #include "support/paths.h"
 
 namespace {
@@ -29,7 +31,8 @@ std::string sh_quote(const std::string& s) {
 class Install : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = boltrt::test::scratch_dir("install");
+    // ctest runs each test in its own process, in parallel: one prefix per process.
+    dir_ = boltrt::test::scratch_dir("install-" + std::to_string(getpid()));
     prefix_ = dir_ + "/prefix";
     std::string log;
     install_status_ = run_command("cmake --install " + sh_quote(boltrt::test::binary_dir()) +
