@@ -1,6 +1,7 @@
 // The GGUF backend's text side (tokenizer, chat template, output parser) on a synthesized
 // gemma4 file: what the API and `boltrt batch` build prompts with and take replies apart with.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 
@@ -16,7 +17,8 @@ using Json = nlohmann::ordered_json;
 
 const std::string& synth_path() {
   static const std::string path = [] {
-    const std::string dir = test::scratch_dir("api_gguf");
+    // ctest runs each test in its own process, in parallel: one file per process.
+    const std::string dir = test::scratch_dir("api_gguf-" + std::to_string(getpid()));
     const std::string file = dir + "/tiny.gguf";
     model::write_gemma4_synth(model::gemma4_preset("tiny"), {}, file);
     return file;
