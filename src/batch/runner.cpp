@@ -185,6 +185,10 @@ BatchSummary run_batch(BatchEngine& engine, const BatchOptions& options) {
     if (request.presence_penalty) sampling.presence_penalty = *request.presence_penalty;
     if (request.seed) sampling.seed = *request.seed;
     sampling.validate();
+    // Every request starts from an empty cache: its result depends on nothing but the request
+    // (not on which request ran before it in this slot), so --parallel and --resume change
+    // nothing in the output.
+    generator.reset();
     generator.sampler() = Sampler(sampling);
 
     const auto t0 = Clock::now();
