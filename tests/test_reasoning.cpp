@@ -8,8 +8,11 @@
 #include <filesystem>
 #include <sstream>
 
+#include "api/fake_backend.h"
+#include "api/model_backend.h"
 #include "generate/reasoning.h"
 #include "generate/reasoning_display.h"
+#include "generate/reply_splitter.h"
 #include "generate_fakes.h"
 #include "gguf/gguf.h"
 #include "support/paths.h"
@@ -454,6 +457,66 @@ TEST(Reasoning, RealGemma4VocabularyMarkersByText) {
   // The default message tokenizes to ordinary text.
   ReasoningController with_message(*vocab, ReasoningConfig{});
   EXPECT_EQ(tok->decode(with_message.message_tokens()), kDefaultBudgetMessage);
+}
+
+// Through the TextModel interface (what `generate`/`chat` hold), with the reply split as the CLI
+// splits it: the budget cuts the reasoning, the answer follows.
+TEST(Reasoning, TextModelChatWithBudget) {
+  FakeTextModel text;
+  auto tokens = [&](std::string_view s) { return text.tokenize(s, false); };
+  text.replies = {tokens("<|channel>thought\nabc Z<channel|>Hi")};
+  ReasoningConfig config = with_budget(2);
+  config.budget_message = ".";
+  auto controller = make_reasoning_controller(text, config);
+  ASSERT_NE(controller, nullptr);
+  SamplerConfig greedy;
+  greedy.temperature = 0;
+  Generator generator(text.model(), text.vocab(), greedy);
+  const std::vector<ChatMessage> messages = {{"user", "Q"}};
+  const auto prompt = text.tokenize(text.render_chat(messages, config.enable_thinking(true)), true);
+  ReplySplitter splitter(text.reasoning_markers(),
+                         ReplySplitter::prompt_opens_reasoning(prompt, text.reasoning_markers()));
+  GenerationOptions options;
+  options.controller = controller.get();
+  options.on_token = [&](const TokenEvent& e) {
+    splitter.push(e.token, e.piece);
+    return true;
+  };
+  const GenerationResult result = generator.generate(prompt, options);
+  splitter.finish();
+  // "a" "b" hit the budget, "c" finishes the word, " " would start a new one: "." and the end
+  // marker are forced in its place; the model's own end marker later is a stray one.
+  EXPECT_EQ(splitter.reasoning(), "abc.");
+  EXPECT_EQ(splitter.content(), "Hi");
+  EXPECT_EQ(controller->thinking_tokens(), 3);
+  EXPECT_EQ(controller->reasoning_tokens(), 4);
+  EXPECT_EQ(result.finish_reason, FinishReason::kEndOfGeneration);
+}
+
+// Through the ModelBackend interface (what the API and `batch` hold). The fake backend thinks
+// its rendered prompt text ("user: hello world") and is cut after three bytes.
+TEST(Reasoning, ModelBackendWithBudget) {
+  auto backend = make_fake_backend(512);
+  ReasoningConfig config = with_budget(3);
+  config.word_grace = 0;
+  config.budget_message = "!";
+  auto controller = make_reasoning_controller(*backend, config);
+  ASSERT_NE(controller, nullptr);
+  auto sequence = backend->new_sequence();
+  SamplerConfig greedy;
+  greedy.temperature = 0;
+  Generator generator(*sequence, backend->vocab(), greedy);
+  const std::vector<ChatMessage> messages = {{"user", "hello world"}};
+  const auto prompt = prompt_tokens(*backend, "", messages, /*thinking=*/true);
+  GenerationOptions options;
+  options.controller = controller.get();
+  options.max_tokens = 100;
+  const GenerationResult result = generator.generate(prompt, options);
+  ASSERT_GE(result.tokens.size(), 6u);
+  EXPECT_EQ(std::vector<int32_t>(result.tokens.begin(), result.tokens.begin() + 6),
+            (std::vector<int32_t>{kFakeThinkOpen, 'u', 's', 'e', '!', kFakeThinkClose}));
+  EXPECT_EQ(controller->thinking_tokens(), 3);
+  EXPECT_EQ(controller->reasoning_tokens(), 4);
 }
 
 TEST(ReasoningDisplay, HiddenByDefaultDimOnTerminalsPlainInPipes) {
