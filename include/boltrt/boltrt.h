@@ -124,6 +124,8 @@ struct Request {
   Sampling sampling;              ///< sampling settings
   Reasoning reasoning = Reasoning::kAuto;  ///< thinking on or off (chat only)
   int64_t reasoning_budget = -1;           ///< most thinking tokens; -1: unlimited, 0: none
+  /// Text forced to close the thought when the budget is spent ("" = a short default phrase).
+  std::string reasoning_budget_message;
 };
 
 /// Passed to the per-token callback after each generated token.

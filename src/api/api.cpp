@@ -245,10 +245,17 @@ Result Session::generate(const Request& request, const TokenCallback& on_token) 
     fail("generate: the request has neither a prompt nor messages");
   if (!request.tools.empty() && request.messages.empty())
     fail("generate: tools need chat messages");
-  if (request.reasoning_budget < -1)
-    fail("generate: reasoning_budget {} must be >= -1", request.reasoning_budget);
-  // Thinking is on when asked for; a budget of 0 means no thinking tokens at all.
-  const bool thinking = request.reasoning == Reasoning::kOn && request.reasoning_budget != 0;
+  ReasoningConfig reasoning;
+  reasoning.mode = request.reasoning == Reasoning::kOn    ? ReasoningMode::kOn
+                   : request.reasoning == Reasoning::kOff ? ReasoningMode::kOff
+                                                          : ReasoningMode::kAuto;
+  reasoning.budget = request.reasoning_budget;
+  if (!request.reasoning_budget_message.empty())
+    reasoning.budget_message = request.reasoning_budget_message;
+  reasoning.max_tokens = request.max_tokens;
+  reasoning.validate();
+  // Thinking on renders the template's thinking switch; a budget of 0 renders it off.
+  const bool thinking = reasoning.enable_thinking();
 
   const Json tools = tools_json(request.tools);
   const PreparedPrompt prepared = prepare_prompt(
@@ -259,7 +266,12 @@ Result Session::generate(const Request& request, const TokenCallback& on_token) 
 
   const auto markers = backend.reasoning_markers();
   ReplySplitter splitter(markers, ReplySplitter::prompt_opens_reasoning(prompt, markers));
+  // The budget (and closing message) is held token by token; nullptr for formats without
+  // thought markers.
+  const std::unique_ptr<ReasoningController> controller =
+      make_reasoning_controller(backend, reasoning);
   GenerationOptions options;
+  options.controller = controller.get();
   options.max_tokens = request.max_tokens;
   options.stop_strings = request.stop;
   std::string released;
@@ -290,7 +302,7 @@ Result Session::generate(const Request& request, const TokenCallback& on_token) 
   st.prompt_tokens = g.n_prompt_tokens;
   st.prompt_evaluated = g.n_prompt_evaluated;
   st.generated_tokens = g.n_tokens;
-  st.reasoning_tokens = reply.reasoning_tokens;
+  st.reasoning_tokens = controller ? controller->reasoning_tokens() : reply.reasoning_tokens;
   st.time_to_first_token_ms = g.ttft_ms;
   st.prompt_ms = g.prompt_ms;
   st.generation_ms = g.generation_ms;

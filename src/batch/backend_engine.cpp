@@ -17,20 +17,19 @@ class BackendEngine : public BatchEngine {
   MultiSequenceModel& model() override { return model_; }
   const GenerationVocab& vocab() const override { return backend_->vocab(); }
 
-  PreparedPrompt prepare(const BatchRequest& request) const override {
-    return prepare_prompt(
-        *backend_, request.prompt.value_or(""), request.messages.value_or(nlohmann::ordered_json()),
-        request.tools.value_or(nlohmann::ordered_json()), request.reasoning == ReasoningMode::kOn);
+  PreparedPrompt prepare(const BatchRequest& request, bool thinking) const override {
+    return prepare_prompt(*backend_, request.prompt.value_or(""),
+                          request.messages.value_or(nlohmann::ordered_json()),
+                          request.tools.value_or(nlohmann::ordered_json()), thinking);
   }
 
-  // The reasoning controller of issue 9 plugs in here once it exists; until then a request's
-  // reasoning_budget is accepted and only thinking on/off takes effect.
-  std::unique_ptr<TokenController> controller(const BatchRequest&) const override {
-    return nullptr;
+  std::unique_ptr<ReasoningController> controller(const ReasoningConfig& config) const override {
+    return make_reasoning_controller(*backend_, config);
   }
 
   int64_t split_output(const BatchRequest& request, const PreparedPrompt& prompt,
-                       const GenerationResult& result, nlohmann::ordered_json& out) const override {
+                       const GenerationResult& result, const ReasoningController* controller,
+                       nlohmann::ordered_json& out) const override {
     const auto tools = request.tools.value_or(nlohmann::ordered_json());
     const ParsedReply reply = backend_->parse_reply(prompt.tokens, prompt.chat, tools, result);
     out["reasoning"] = reply.reasoning;
@@ -44,7 +43,7 @@ class BackendEngine : public BatchEngine {
              {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
       }
     }
-    return reply.reasoning_tokens;
+    return controller ? controller->reasoning_tokens() : reply.reasoning_tokens;
   }
 
   std::string describe() const override {
