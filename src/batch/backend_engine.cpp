@@ -12,9 +12,9 @@ namespace {
 class BackendEngine : public BatchEngine {
  public:
   BackendEngine(std::shared_ptr<ModelBackend> backend, int parallel)
-      : backend_(std::move(backend)), model_(make_sequences(*backend_, parallel)) {}
+      : backend_(std::move(backend)), model_(backend_->new_sequences(parallel)) {}
 
-  MultiSequenceModel& model() override { return model_; }
+  MultiSequenceModel& model() override { return *model_; }
   const GenerationVocab& vocab() const override { return backend_->vocab(); }
 
   PreparedPrompt prepare(const BatchRequest& request, bool thinking) const override {
@@ -47,21 +47,15 @@ class BackendEngine : public BatchEngine {
   }
 
   std::string describe() const override {
+    if (model_->shares_weight_reads())
+      return fmt::format("{} sequences batched into one forward pass per step", model_->n_slots());
     return fmt::format("{} sequences as interleaved sessions (weights read once per sequence)",
-                       model_.n_slots());
+                       model_->n_slots());
   }
 
  private:
-  static std::vector<std::unique_ptr<LanguageModel>> make_sequences(ModelBackend& backend,
-                                                                    int parallel) {
-    if (parallel < 1) fail("--parallel must be at least 1");
-    std::vector<std::unique_ptr<LanguageModel>> sequences;
-    for (int i = 0; i < parallel; ++i) sequences.push_back(backend.new_sequence());
-    return sequences;
-  }
-
   std::shared_ptr<ModelBackend> backend_;
-  InterleavedSessions model_;
+  std::unique_ptr<MultiSequenceModel> model_;
 };
 
 }  // namespace
