@@ -7,12 +7,20 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <set>
+#include <thread>
 
 #include "api/gguf_backend.h"
+#include "batch/backend_engine.h"
+#include "batch/runner.h"
 #include "batch/sequence_batcher.h"
 #include "model/gemma4_synth.h"
 #include "support/paths.h"
 #include "util/error.h"
+// clang-format off
+#include "api/api_internal.h"  // last: engine headers first (see its comment)
+// clang-format on
 
 namespace boltrt {
 namespace {
@@ -34,7 +42,7 @@ GenerationResult reply_of(const GgufBackend& backend, const std::string& text) {
   GenerationResult r;
   r.tokens = backend.tokenize(text, /*add_special=*/false);
   r.tokens.push_back(backend.tokenizer().eog_tokens().front());
-  r.finish_reason = FinishReason::kEndOfGeneration;
+  r.finish_reason = engine::FinishReason::kEndOfGeneration;
   return r;
 }
 
@@ -165,6 +173,92 @@ TEST(Gemma4Sequences, OneForwardPassGivesEachSequenceItsOwnLogits) {
     EXPECT_EQ(std::string(e.what()), fmt::format("token {} is outside the vocabulary of {}",
                                                  backend->n_vocab(), backend->n_vocab()));
   }
+}
+
+}  // namespace
+}  // namespace boltrt
+
+namespace boltrt {
+namespace {
+
+TEST(ApiOnGemma4, GenerateStreamsAndThreadsAgree) {
+  boltrt::ModelOptions options;
+  options.threads = 2;
+  options.context = 128;
+  options.kv_type = boltrt::KvCacheType::kF32;
+  auto model = boltrt::Model::load(synth_path(), options);
+  EXPECT_EQ(model->architecture(), "gemma4");
+  EXPECT_TRUE(model->has_chat_template());
+  EXPECT_EQ(model->context(), 128);
+  boltrt::Session session(model);
+  boltrt::Request request;
+  request.prompt = "Once upon a time";
+  request.max_tokens = 6;
+  request.sampling.temperature = 0;
+  std::string reasoning, content;
+  int64_t calls = 0;
+  const boltrt::Result r = session.generate(request, [&](const boltrt::TokenInfo& t) {
+    (t.reasoning ? reasoning : content) += t.text;
+    EXPECT_EQ(t.index, calls++);
+    return true;
+  });
+  EXPECT_EQ(calls, static_cast<int64_t>(r.tokens.size()));
+  EXPECT_LE(r.tokens.size(), 6u);
+  EXPECT_EQ(r.stats.generated_tokens, static_cast<int64_t>(r.tokens.size()));
+  EXPECT_EQ(r.stats.prompt_tokens,
+            static_cast<int64_t>(session.tokenize("Once upon a time").size()));
+  EXPECT_EQ(reasoning, r.reasoning);
+  EXPECT_EQ(content, r.content);
+  if (r.tokens.size() == 6u) {
+    EXPECT_EQ(r.finish_reason, boltrt::api::FinishReason::kLength);
+  }
+
+  // Chat, and two sessions on two threads: the same greedy tokens as the first session.
+  boltrt::Request chat;
+  chat.messages.push_back({"user", "hello there", "", {}, ""});
+  chat.max_tokens = 5;
+  chat.sampling.temperature = 0;
+  const boltrt::Result first = session.generate(chat);
+  std::vector<boltrt::Result> results(2);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 2; ++i) {
+    threads.emplace_back([&, i] {
+      boltrt::Session own(model);
+      results[i] = own.generate(chat);
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& other : results) EXPECT_EQ(other.tokens, first.tokens);
+}
+
+TEST(BatchOnGemma4, EveryRequestGetsOneResult) {
+  const std::string dir = test::scratch_dir("batch_gemma4-" + std::to_string(getpid()));
+  {
+    std::ofstream in(dir + "/in.jsonl");
+    for (int i = 0; i < 5; ++i)
+      in << "{\"id\":" << i << ",\"messages\":[{\"role\":\"user\",\"content\":\"question " << i
+         << "\"}],\"max_tokens\":" << 3 + i << ",\"temperature\":0}\n";
+  }
+  auto engine = batch::make_backend_engine(
+      open_model_backend(synth_path(), BackendOptions{"cpu", 2, 128, "f16", ""}), 3);
+  EXPECT_EQ(engine->describe(), "3 sequences batched into one forward pass per step");
+  batch::BatchOptions o;
+  o.input = dir + "/in.jsonl";
+  o.output = dir + "/out.jsonl";
+  o.parallel = 3;
+  const batch::BatchSummary s = batch::run_batch(*engine, o);
+  EXPECT_EQ(s.completed, 5);
+  std::ifstream out(o.output);
+  std::string line;
+  std::set<int> ids;
+  while (std::getline(out, line)) {
+    const auto j = nlohmann::json::parse(line);
+    const int id = j["id"];
+    EXPECT_TRUE(ids.insert(id).second);
+    EXPECT_LE(j["tokens"]["completion"].get<int>(), 3 + id);
+    EXPECT_GT(j["tokens"]["prompt"].get<int>(), 5);
+  }
+  EXPECT_EQ(ids.size(), 5u);
 }
 
 }  // namespace
