@@ -231,6 +231,25 @@ TEST(ApiOnGemma4, GenerateStreamsAndThreadsAgree) {
   for (const auto& other : results) EXPECT_EQ(other.tokens, first.tokens);
 }
 
+// A session moving to an unrelated prompt after one longer than a sliding-window ring: the
+// second prompt is evaluated in full and the session keeps working.
+TEST(ApiOnGemma4, UnrelatedPromptAfterALongOne) {
+  boltrt::ModelOptions options;
+  options.threads = 2;
+  options.context = 1024;
+  boltrt::Session session(boltrt::Model::load(synth_path(), options));
+  boltrt::Request request;
+  request.max_tokens = 2;
+  request.sampling.temperature = 0;
+  for (int i = 0; i < 700; ++i) request.prompt += "the ";
+  ASSERT_GT(session.tokenize(request.prompt).size(), 600u);
+  EXPECT_EQ(session.generate(request).tokens.size(), 2u);
+  request.prompt = "Hello";
+  const boltrt::Result r = session.generate(request);
+  EXPECT_EQ(r.tokens.size(), 2u);
+  EXPECT_EQ(r.stats.prompt_evaluated, r.stats.prompt_tokens);
+}
+
 TEST(BatchOnGemma4, EveryRequestGetsOneResult) {
   const std::string dir = test::scratch_dir("batch_gemma4-" + std::to_string(getpid()));
   {

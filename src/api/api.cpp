@@ -262,6 +262,15 @@ Result Session::generate(const Request& request, const TokenCallback& on_token) 
       backend, request.prompt, request.messages.empty() ? Json() : messages_json(request.messages),
       tools, thinking);
   const std::vector<int32_t>& prompt = prepared.tokens;
+  // The generator reuses the cached prefix this prompt shares with the last call and rolls the
+  // rest back; sessions with sliding-window layers can only roll back a micro-batch, so a long
+  // way back starts from an empty cache instead.
+  constexpr size_t kMaxRollback = 256;
+  const auto& cached = s.generator->cached_tokens();
+  size_t common = 0;
+  while (common < cached.size() && common < prompt.size() && cached[common] == prompt[common])
+    ++common;
+  if (cached.size() - common > kMaxRollback) s.generator->reset();
   s.generator->sampler() = Sampler(engine_sampling(backend, request.sampling));
 
   const auto markers = backend.reasoning_markers();
