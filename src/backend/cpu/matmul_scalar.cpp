@@ -16,6 +16,14 @@ namespace {
 
 // ---- activation conversion ------------------------------------------------------------------
 
+// ggml's nearest_int: round to nearest even through the fp32 mantissa.
+inline int nearest_int(float v) {
+  float val = v + 12582912.0f;
+  int i;
+  std::memcpy(&i, &val, 4);
+  return (i & 0x007fffff) - 0x00400000;
+}
+
 // Q8_0 as ggml's AVX/AVX2 quantize_row_q8_0 does it: d = amax/127, codes = RNE(x * 127/amax).
 void quantize_act_q8_0(const float* x, ActQ8_0* y, int64_t n) {
   for (int64_t b = 0; b < n / 32; ++b, x += 32) {
@@ -24,7 +32,7 @@ void quantize_act_q8_0(const float* x, ActQ8_0* y, int64_t n) {
     const float d = amax / 127.0f;
     const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
     y[b].d = fp32_to_fp16(d);
-    for (int j = 0; j < 32; ++j) y[b].qs[j] = static_cast<int8_t>(std::nearbyint(x[j] * id));
+    for (int j = 0; j < 32; ++j) y[b].qs[j] = static_cast<int8_t>(nearest_int(x[j] * id));
   }
 }
 
@@ -38,20 +46,13 @@ void quantize_act_q8_1(const float* x, ActQ8_1* y, int64_t n) {
     y[b].d = fp32_to_fp16(d);
     int sum = 0;
     for (int j = 0; j < 32; ++j) {
-      y[b].qs[j] = static_cast<int8_t>(std::nearbyint(x[j] * id));
+      y[b].qs[j] = static_cast<int8_t>(nearest_int(x[j] * id));
       sum += y[b].qs[j];
     }
     y[b].s = fp32_to_fp16(static_cast<float>(sum) * d);
   }
 }
 
-// ggml's nearest_int: round to nearest even through the fp32 mantissa.
-inline int nearest_int(float v) {
-  float val = v + 12582912.0f;
-  int i;
-  std::memcpy(&i, &val, 4);
-  return (i & 0x007fffff) - 0x00400000;
-}
 
 // Q8_K, ggml's reference quantizer: d = max/-127 (signed), codes RNE(x * -127/max) capped at 127.
 void quantize_act_q8_k(const float* x, ActQ8_K* y, int64_t n) {
