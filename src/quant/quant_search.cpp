@@ -185,6 +185,111 @@ float make_qkx2_quants(int n, int nmax, const float* x, const float* weights, ui
   return scale;
 }
 
+void make_qkx2_quants_x8(int nmax, const float* x, const float* weights, uint8_t* L, float* scales,
+                         float* the_mins, float rmin, float rdelta, int nstep) {
+  constexpr int kLanes = 8, kN = 32;
+  // Transposed copies: [element][sub-block].
+  float xt[kN][kLanes], wt[kN][kLanes];
+  for (int j = 0; j < kLanes; ++j) {
+    for (int i = 0; i < kN; ++i) {
+      xt[i][j] = x[kN * j + i];
+      wt[i][j] = weights[kN * j + i];
+    }
+  }
+  float min[kLanes], max[kLanes], sum_w[kLanes], sum_x[kLanes];
+  for (int j = 0; j < kLanes; ++j) {
+    min[j] = max[j] = xt[0][j];
+    sum_w[j] = wt[0][j];
+    sum_x[j] = sum_w[j] * xt[0][j];
+  }
+  for (int i = 1; i < kN; ++i) {
+    for (int j = 0; j < kLanes; ++j) {
+      min[j] = xt[i][j] < min[j] ? xt[i][j] : min[j];
+      max[j] = xt[i][j] > max[j] ? xt[i][j] : max[j];
+      sum_w[j] += wt[i][j];
+      sum_x[j] += wt[i][j] * xt[i][j];
+    }
+  }
+  const float fnmax = static_cast<float>(nmax);
+  float scale[kLanes], best_error[kLanes], range[kLanes];
+  bool flat[kLanes];
+  int32_t Lt[kN][kLanes], Laux[kN][kLanes];  // 32-bit lanes vectorize
+  for (int j = 0; j < kLanes; ++j) {
+    if (min[j] > 0.0f) min[j] = 0.0f;
+    flat[j] = max[j] == min[j];
+    range[j] = max[j] - min[j];
+  }
+  float iscale[kLanes];
+  for (int j = 0; j < kLanes; ++j) {
+    iscale[j] = fnmax / range[j];  // inf for flat lanes, whose results are discarded
+    scale[j] = 1.0f / iscale[j];
+    best_error[j] = 0.0f;
+  }
+  for (int i = 0; i < kN; ++i) {
+    for (int j = 0; j < kLanes; ++j) {
+      const int l = std::min(nmax, std::max(0, nearest_int(iscale[j] * (xt[i][j] - min[j]))));
+      Lt[i][j] = l;
+      float diff = scale[j] * static_cast<float>(l) + min[j] - xt[i][j];
+      diff = diff * diff;
+      best_error[j] += wt[i][j] * diff;
+    }
+  }
+  for (int step = 0; step <= nstep; ++step) {
+    const float numerator = rmin + rdelta * static_cast<float>(step) + fnmax;
+    float sum_l[kLanes] = {}, sum_l2[kLanes] = {}, sum_xl[kLanes] = {};
+    // min changes when a step improves, and later steps use the new one (as the reference).
+    for (int j = 0; j < kLanes; ++j) iscale[j] = numerator / (max[j] - min[j]);
+    for (int i = 0; i < kN; ++i) {
+      for (int j = 0; j < kLanes; ++j) {
+        const int l = std::min(nmax, std::max(0, nearest_int(iscale[j] * (xt[i][j] - min[j]))));
+        Laux[i][j] = l;
+        const float w = wt[i][j];
+        const float fl = static_cast<float>(l);
+        sum_l[j] += w * fl;
+        sum_l2[j] += w * fl * fl;
+        sum_xl[j] += w * fl * xt[i][j];
+      }
+    }
+    float this_scale[kLanes], this_min[kLanes], D[kLanes];
+    for (int j = 0; j < kLanes; ++j) {
+      D[j] = sum_w[j] * sum_l2[j] - sum_l[j] * sum_l[j];
+      this_scale[j] = (sum_w[j] * sum_xl[j] - sum_x[j] * sum_l[j]) / D[j];
+      this_min[j] = (sum_l2[j] * sum_x[j] - sum_l[j] * sum_xl[j]) / D[j];
+      if (this_min[j] > 0.0f) {
+        this_min[j] = 0.0f;
+        this_scale[j] = sum_xl[j] / sum_l2[j];
+      }
+    }
+    float cur_error[kLanes] = {};
+    for (int i = 0; i < kN; ++i) {
+      for (int j = 0; j < kLanes; ++j) {
+        float diff = this_scale[j] * static_cast<float>(Laux[i][j]) + this_min[j] - xt[i][j];
+        diff = diff * diff;
+        cur_error[j] += wt[i][j] * diff;
+      }
+    }
+    for (int j = 0; j < kLanes; ++j) {
+      if (!flat[j] && D[j] > 0.0f && cur_error[j] < best_error[j]) {
+        for (int i = 0; i < kN; ++i) Lt[i][j] = Laux[i][j];
+        best_error[j] = cur_error[j];
+        scale[j] = this_scale[j];
+        min[j] = this_min[j];
+      }
+    }
+  }
+  for (int j = 0; j < kLanes; ++j) {
+    if (flat[j]) {
+      for (int i = 0; i < kN; ++i) L[kN * j + i] = 0;
+      the_mins[j] = -min[j];
+      scales[j] = 0.0f;
+      continue;
+    }
+    for (int i = 0; i < kN; ++i) L[kN * j + i] = static_cast<uint8_t>(Lt[i][j]);
+    the_mins[j] = -min[j];
+    scales[j] = scale[j];
+  }
+}
+
 float make_qkx3_quants(int n, int nmax, const float* x, const float* weights, uint8_t* L,
                        float* the_min, uint8_t* Laux, float rmin, float rdelta, int nstep,
                        bool use_mad) {

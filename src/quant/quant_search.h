@@ -46,6 +46,13 @@ float make_qkx2_quants(int n, int nmax, const float* x, const float* weights, ui
                        float* the_min, uint8_t* Laux, float rmin, float rdelta, int nstep,
                        bool use_mad);
 
+// make_qkx2_quants(32, nmax, ..., use_mad = false) on the 8 sub-blocks of a 256-element
+// super-block at once (x, weights, L: 256 entries; scales, the_mins: 8), with identical results:
+// each sub-block is one lane whose sums run in the reference's order, so the compiler can
+// vectorize across sub-blocks (the Q4_K/Q5_K quantizers spend their time here).
+void make_qkx2_quants_x8(int nmax, const float* x, const float* weights, uint8_t* L, float* scales,
+                         float* the_mins, float rmin, float rdelta, int nstep);
+
 // §4.3 (imatrix paths): as make_qkx2_quants, except that weights == nullptr means w = x^2 and
 // a group with max <= min returns early.
 float make_qkx3_quants(int n, int nmax, const float* x, const float* weights, uint8_t* L,

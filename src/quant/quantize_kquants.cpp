@@ -49,17 +49,18 @@ void pack_k4_scales(const uint8_t* ls, const uint8_t* lm, uint8_t* scales) {
 // 0..nmax) and the d/dmin/scales fields.
 void quantize_k4_like(const float* x, int nmax, float rmin, float rdelta, int nstep, uint8_t* L,
                       uint16_t& d_out, uint16_t& dmin_out, uint8_t* packed_scales) {
-  float scales[QK_K / 32], mins[QK_K / 32], weights[32];
-  uint8_t Laux[32];
-  float max_scale = 0.0f, max_min = 0.0f;
+  float scales[QK_K / 32], mins[QK_K / 32], weights[QK_K];
   for (int j = 0; j < QK_K / 32; ++j) {
     const float* xj = x + 32 * j;
     float sum_x2 = 0.0f;
     for (int l = 0; l < 32; ++l) sum_x2 += xj[l] * xj[l];
     const float av_x = std::sqrt(sum_x2 / 32.0f);
-    for (int l = 0; l < 32; ++l) weights[l] = av_x + std::fabs(xj[l]);
-    scales[j] = make_qkx2_quants(32, nmax, xj, weights, L + 32 * j, &mins[j], Laux, rmin, rdelta,
-                                 nstep, false);
+    for (int l = 0; l < 32; ++l) weights[32 * j + l] = av_x + std::fabs(xj[l]);
+  }
+  // make_qkx2_quants(32, nmax, ...) for all eight sub-blocks at once.
+  make_qkx2_quants_x8(nmax, x, weights, L, scales, mins, rmin, rdelta, nstep);
+  float max_scale = 0.0f, max_min = 0.0f;
+  for (int j = 0; j < QK_K / 32; ++j) {
     if (scales[j] > max_scale) max_scale = scales[j];
     if (mins[j] > max_min) max_min = mins[j];
   }
