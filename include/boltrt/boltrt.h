@@ -81,8 +81,8 @@ struct ToolCall {
 struct Message {
   std::string role;     ///< "system", "user", "assistant" or "tool"
   std::string content;  ///< the text of the turn (a tool's result for role "tool")
-  std::string
-      reasoning;  ///< an assistant turn's thinking (dropped from history as the template does)
+  /// An assistant turn's thinking (Gemma 4's template drops it from the history).
+  std::string reasoning;
   std::vector<ToolCall> tool_calls;  ///< calls an assistant turn made
   std::string tool_call_id;          ///< for role "tool": the id of the call it answers
 };
