@@ -250,6 +250,26 @@ TEST(ApiOnGemma4, UnrelatedPromptAfterALongOne) {
   EXPECT_EQ(r.stats.prompt_evaluated, r.stats.prompt_tokens);
 }
 
+TEST(ApiOnGemma4, ChatTemplateWithTools) {
+  boltrt::Session session(boltrt::Model::load(synth_path()));
+  std::vector<boltrt::Message> messages = {{"user", "Weather in Paris?", "", {}, ""}};
+  boltrt::ChatTemplateOptions options;
+  options.tools = {
+      {"get_weather", "Weather.", R"({"type":"object","properties":{"city":{"type":"string"}}})"}};
+  const std::string prompt = session.apply_chat_template(messages, options);
+  EXPECT_NE(prompt.find("get_weather"), std::string::npos) << prompt;
+  EXPECT_TRUE(prompt.ends_with("<|turn>model\n<|channel>thought\n<channel|>")) << prompt;
+  // An assistant turn with a tool call and the tool's answer, without a generation prompt.
+  messages.push_back({"assistant", "", "", {{"c1", "get_weather", R"({"city":"Paris"})"}}, ""});
+  messages.push_back({"tool", "sunny", "", {}, "c1"});
+  options.add_generation_prompt = false;
+  const std::string history = session.apply_chat_template(messages, options);
+  EXPECT_NE(history.find("<|tool_call>call:get_weather{"), std::string::npos) << history;
+  EXPECT_NE(history.find("sunny"), std::string::npos) << history;
+  options.tools[0].parameters = "{not json";
+  EXPECT_THROW(session.apply_chat_template(messages, options), boltrt::Error);
+}
+
 TEST(BatchOnGemma4, EveryRequestGetsOneResult) {
   const std::string dir = test::scratch_dir("batch_gemma4-" + std::to_string(getpid()));
   {

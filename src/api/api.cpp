@@ -230,10 +230,9 @@ std::string Session::apply_chat_template(std::span<const Message> messages,
   if (!state_) fail("Session: used after a move");
   const ModelBackend& backend = *state_->backend;
   if (!backend.has_chat_template()) fail("this model has no chat template");
-  if (!options.add_generation_prompt)
-    fail("apply_chat_template: add_generation_prompt = false is not supported yet");
   return backend
-      .render_chat_json(messages_json(messages), tools_json(options.tools), options.thinking)
+      .render_chat_json(messages_json(messages), tools_json(options.tools), options.thinking,
+                        options.add_generation_prompt)
       .text;
 }
 

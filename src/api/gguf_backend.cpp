@@ -60,15 +60,17 @@ SamplerConfig GgufBackend::sampling_defaults(const SamplerConfig& defaults) cons
 }
 
 RenderedChat GgufBackend::render_chat_json(const nlohmann::ordered_json& messages,
-                                           const nlohmann::ordered_json& tools,
-                                           bool thinking) const {
+                                           const nlohmann::ordered_json& tools, bool thinking,
+                                           bool add_generation_prompt) const {
   if (!has_chat_template()) {
     if (!tools.is_null() && !tools.empty())
       fail("'tools' need a chat template, and {} has none", file_->path());
-    return ModelBackend::render_chat_json(messages, tools, thinking);  // running text
+    return ModelBackend::render_chat_json(messages, tools, thinking,
+                                          add_generation_prompt);  // running text
   }
   text::ChatOptions options;
   options.enable_thinking = thinking;
+  options.add_generation_prompt = add_generation_prompt;
   const text::ChatPrompt prompt =
       template_.render(text::messages_from_json(messages), tools, options);
   return {prompt.text, prompt.generation_prompt};

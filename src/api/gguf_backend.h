@@ -37,7 +37,8 @@ class GgufBackend : public ModelBackend {
   std::optional<ReasoningMarkers> reasoning_markers() const override { return markers_; }
   SamplerConfig sampling_defaults(const SamplerConfig& defaults) const override;
   RenderedChat render_chat_json(const nlohmann::ordered_json& messages,
-                                const nlohmann::ordered_json& tools, bool thinking) const override;
+                                const nlohmann::ordered_json& tools, bool thinking,
+                                bool add_generation_prompt = true) const override;
   ParsedReply parse_reply(std::span<const int32_t> prompt, const RenderedChat& chat,
                           const nlohmann::ordered_json& tools,
                           const GenerationResult& result) const override;

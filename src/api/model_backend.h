@@ -67,8 +67,10 @@ class ModelBackend {
   // A conversation in OpenAI chat JSON ([{"role", "content", "tool_calls", "tool_call_id"}])
   // with OpenAI tool declarations (null or an array). The default handles system/user/assistant
   // text turns through render_chat() and rejects tools; a format with tool support overrides it.
+  // Without `add_generation_prompt` the text ends after the last turn (only formats that can).
   virtual RenderedChat render_chat_json(const nlohmann::ordered_json& messages,
-                                        const nlohmann::ordered_json& tools, bool thinking) const;
+                                        const nlohmann::ordered_json& tools, bool thinking,
+                                        bool add_generation_prompt = true) const;
   // Splits a finished generation into reasoning / content / tool calls. The default uses the
   // reasoning markers (ReplySplitter) and finds no tool calls.
   virtual ParsedReply parse_reply(std::span<const int32_t> prompt, const RenderedChat& chat,

@@ -14,8 +14,10 @@
 namespace boltrt {
 
 RenderedChat ModelBackend::render_chat_json(const nlohmann::ordered_json& messages,
-                                            const nlohmann::ordered_json& tools,
-                                            bool thinking) const {
+                                            const nlohmann::ordered_json& tools, bool thinking,
+                                            bool add_generation_prompt) const {
+  if (!add_generation_prompt && has_chat_template())
+    fail("this model's chat format always ends with the assistant's turn");
   if (!tools.is_null() && !tools.empty())
     fail("'tools' are not supported by this model's chat format");
   std::vector<ChatMessage> turns;
