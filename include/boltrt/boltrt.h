@@ -5,7 +5,7 @@
 //   auto model = boltrt::Model::load("model.gguf");
 //   boltrt::Session session(model);
 //   boltrt::Request request;
-//   request.messages.push_back({"user", "Hello!"});
+//   request.messages.push_back(boltrt::Message::text("user", "Hello!"));
 //   boltrt::Result result = session.generate(request, [](const boltrt::TokenInfo& t) {
 //     std::fwrite(t.text.data(), 1, t.text.size(), stdout);
 //     return true;  // false cancels
@@ -30,6 +30,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace boltrt {
@@ -85,6 +86,14 @@ struct Message {
   std::string reasoning;
   std::vector<ToolCall> tool_calls;  ///< calls an assistant turn made
   std::string tool_call_id;          ///< for role "tool": the id of the call it answers
+
+  /// A plain text turn, e.g. Message::text("user", "Hello!").
+  static Message text(std::string role, std::string content) {
+    Message m;
+    m.role = std::move(role);
+    m.content = std::move(content);
+    return m;
+  }
 };
 
 /// Options for Session::apply_chat_template.
