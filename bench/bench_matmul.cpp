@@ -7,10 +7,15 @@
 // Batch 1 is reported as GB/s of weight bytes read (decode is bandwidth bound); batches 8 and
 // 128 as GMAC/s. Weights are replicated into enough copies (>= 256 MiB in all) that successive
 // calls miss the 32 MiB L3, as decode does when it walks through all layers.
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <functional>
 #include <string>
 #include <vector>
@@ -28,6 +33,45 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
+// With --cpu-time (1 thread only) kernels are timed by this thread's CPU time, which leaves out
+// the time the thread was not scheduled: stable figures on a shared, overloaded machine.
+bool g_cpu_time = false;
+
+double now_seconds() {
+  if (g_cpu_time) {
+    timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+  }
+  return std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
+}
+
+// Sum of 64-bit words [b, e) with AVX2 loads, 4 independent accumulators.
+#if defined(__x86_64__)
+__attribute__((target("avx2"))) uint64_t read_words(const uint64_t* p, int64_t b, int64_t e) {
+  __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+  int64_t i = b;
+  for (; i + 16 <= e; i += 16) {
+    a0 = _mm256_xor_si256(a0, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i)));
+    a1 = _mm256_xor_si256(a1, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 4)));
+    a2 = _mm256_xor_si256(a2, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 8)));
+    a3 = _mm256_xor_si256(a3, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 12)));
+  }
+  const __m256i x = _mm256_xor_si256(_mm256_xor_si256(a0, a1), _mm256_xor_si256(a2, a3));
+  uint64_t s = static_cast<uint64_t>(_mm256_extract_epi64(x, 0) ^ _mm256_extract_epi64(x, 3));
+  for (; i < e; ++i) s ^= p[i];
+  return s;
+}
+#else
+uint64_t read_words(const uint64_t* p, int64_t b, int64_t e) {
+  uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  int64_t i = b;
+  for (; i + 4 <= e; i += 4) s0 ^= p[i], s1 ^= p[i + 1], s2 ^= p[i + 2], s3 ^= p[i + 3];
+  for (; i < e; ++i) s0 ^= p[i];
+  return s0 ^ s1 ^ s2 ^ s3;
+}
+#endif
+
 // Streaming read of a 1 GiB buffer split over the pool's threads; best of 5 passes, in GB/s.
 double measure_read_bandwidth(ThreadPool& pool) {
   const size_t bytes = size_t{1} << 30;
@@ -41,21 +85,37 @@ double measure_read_bandwidth(ThreadPool& pool) {
   for (int pass = 0; pass < 5; ++pass) {
     const auto t0 = Clock::now();
     pool.parallel_for(static_cast<int64_t>(buffer.size()), 4096, [&](int64_t b, int64_t e, int t) {
-      uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-      const uint64_t* p = buffer.data();
-      for (int64_t i = b; i + 4 <= e; i += 4) {
-        s0 ^= p[i];
-        s1 ^= p[i + 1];
-        s2 ^= p[i + 2];
-        s3 ^= p[i + 3];
-      }
-      sinks[static_cast<size_t>(t)] += s0 + s1 + s2 + s3;
+      sinks[static_cast<size_t>(t)] += read_words(buffer.data(), b, e);
     });
     best = std::max(best, static_cast<double>(bytes) / seconds_since(t0) / 1e9);
   }
   if (sinks[0] == 42) std::printf(" ");
   return best;
 }
+
+#if defined(__x86_64__)
+// int8 multiply-accumulate peak of one core: 24 independent chains of 512-bit vpdpbusd
+// (64 MACs each). Returns MACs per second of this thread.
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) double vnni_peak_one_thread(
+    int64_t iterations) {
+  constexpr int kChains = 24;
+  __m512i acc[kChains];
+  for (int i = 0; i < kChains; ++i) acc[i] = _mm512_set1_epi32(i);
+  __m512i a = _mm512_set1_epi8(3), b = _mm512_set1_epi8(-5);
+  __asm__ volatile("" : "+v"(a), "+v"(b));
+  const double t0 = now_seconds();
+  for (int64_t it = 0; it < iterations; ++it) {
+    for (int i = 0; i < kChains; ++i) acc[i] = _mm512_dpbusd_epi32(acc[i], a, b);
+  }
+  const double t = now_seconds() - t0;
+  __m512i sum = acc[0];
+  for (int i = 1; i < kChains; ++i) sum = _mm512_add_epi32(sum, acc[i]);
+  alignas(64) int32_t lanes[16];
+  _mm512_store_si512(lanes, sum);
+  if (lanes[0] == 42) std::printf(" ");
+  return static_cast<double>(iterations) * kChains * 64 / t;
+}
+#endif
 
 struct Shape {
   const char* name;
@@ -72,6 +132,8 @@ int main(int argc, char** argv) {
     const std::string arg = argv[i];
     if (arg == "--quick") {
       quick = true;
+    } else if (arg == "--cpu-time") {
+      g_cpu_time = true;
     } else if (arg == "--simd" && i + 1 < argc) {
       const std::string v = argv[++i];
       set_simd_level(v == "scalar" ? SimdLevel::Scalar
@@ -100,19 +162,36 @@ int main(int argc, char** argv) {
       threads = std::max(1, std::atoi(arg.c_str()));
     }
   }
+  if (g_cpu_time && threads != 1) {
+    std::fprintf(stderr, "--cpu-time needs 1 thread\n");
+    return 1;
+  }
   ThreadPool pool(threads);
   const double bandwidth = measure_read_bandwidth(pool);
   std::printf("threads %d, simd %s, streaming read %.1f GB/s\n", threads,
               simd_level_name(simd_level()), bandwidth);
 
   {
-    // Cost of one parallel op with no work: what each of decode's ~300 matmuls pays to use the pool.
+    // Cost of one parallel op with no work: what each of decode's ~300 matmuls pays to use the
+    // pool.
     const std::function<void(int)> nothing = [](int) {};
     for (int i = 0; i < 1000; ++i) pool.run(nothing);
     const auto t0 = Clock::now();
     for (int i = 0; i < 20000; ++i) pool.run(nothing);
     std::printf("thread pool: empty parallel op %.2f us\n", seconds_since(t0) / 20000 * 1e6);
   }
+
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("avx512vnni")) {
+    std::vector<double> per_thread(static_cast<size_t>(threads));
+    pool.run(
+        [&](int t) { per_thread[static_cast<size_t>(t)] = vnni_peak_one_thread(50'000'000 / 24); });
+    double total = 0.0;
+    for (double v : per_thread) total += v;
+    std::printf("int8 peak (512-bit vpdpbusd, measured): %.0f GMAC/s over %d threads\n",
+                total / 1e9, threads);
+  }
+#endif
 
   std::vector<Shape> shapes = {
       {"2560->2048", 2560, 2048}, {"2560->10240", 2560, 10240}, {"10240->2560", 10240, 2560}};
@@ -142,12 +221,12 @@ int main(int argc, char** argv) {
         for (int it = 0; it < iters + 1; ++it) {
           const auto& wbytes = weights[static_cast<size_t>(it) % copies];
           const WeightView w{type, wbytes.data(), s.rows, s.cols, rb};
-          const auto t0 = Clock::now();
+          const double t0 = now_seconds();
           matmul(w, x.data(), batch, y.data(), &pool);
-          if (it > 0) times.push_back(seconds_since(t0));
+          if (it > 0) times.push_back(now_seconds() - t0);
         }
         std::sort(times.begin(), times.end());
-        const double t = times[times.size() / 2];
+        const double t = times.front();  // best run: the machine is shared, noise only adds time
         const double gbs = static_cast<double>(matrix_bytes) / t / 1e9;
         std::printf("%-7s %-13s %5lld %10.1f %9.2f %7.1f%% %9.2f\n", test::type_name(type), s.name,
                     static_cast<long long>(batch), t * 1e6, gbs, 100.0 * gbs / bandwidth,

@@ -6,8 +6,8 @@
 #include <random>
 #include <vector>
 
-#include "backend/cpu/matmul_blocks.h"
 #include "quant/ggml_type.h"
+#include "quant/unpack.h"
 
 namespace boltrt::test {
 
@@ -69,30 +69,47 @@ inline size_t matmul_block_bytes(GgmlType t) {
 
 inline const char* type_name(GgmlType t) {
   switch (t) {
-    case GgmlType::F32: return "f32";
-    case GgmlType::F16: return "f16";
-    case GgmlType::BF16: return "bf16";
-    case GgmlType::Q4_0: return "q4_0";
-    case GgmlType::Q4_1: return "q4_1";
-    case GgmlType::Q5_0: return "q5_0";
-    case GgmlType::Q5_1: return "q5_1";
-    case GgmlType::Q8_0: return "q8_0";
-    case GgmlType::Q2_K: return "q2_K";
-    case GgmlType::Q3_K: return "q3_K";
-    case GgmlType::Q4_K: return "q4_K";
-    case GgmlType::Q5_K: return "q5_K";
-    case GgmlType::Q6_K: return "q6_K";
-    case GgmlType::IQ4_NL: return "iq4_nl";
-    case GgmlType::IQ4_XS: return "iq4_xs";
-    case GgmlType::MXFP4: return "mxfp4";
-    default: return "?";
+    case GgmlType::F32:
+      return "f32";
+    case GgmlType::F16:
+      return "f16";
+    case GgmlType::BF16:
+      return "bf16";
+    case GgmlType::Q4_0:
+      return "q4_0";
+    case GgmlType::Q4_1:
+      return "q4_1";
+    case GgmlType::Q5_0:
+      return "q5_0";
+    case GgmlType::Q5_1:
+      return "q5_1";
+    case GgmlType::Q8_0:
+      return "q8_0";
+    case GgmlType::Q2_K:
+      return "q2_K";
+    case GgmlType::Q3_K:
+      return "q3_K";
+    case GgmlType::Q4_K:
+      return "q4_K";
+    case GgmlType::Q5_K:
+      return "q5_K";
+    case GgmlType::Q6_K:
+      return "q6_K";
+    case GgmlType::IQ4_NL:
+      return "iq4_nl";
+    case GgmlType::IQ4_XS:
+      return "iq4_xs";
+    case GgmlType::MXFP4:
+      return "mxfp4";
+    default:
+      return "?";
   }
 }
 
 // rows x cols weights of type t: random code bytes, scales random in +-[0.002, 0.02] (fp16),
 // mins positive, MXFP4 exponents near 2^-8.
 inline std::vector<uint8_t> random_weights(GgmlType t, int64_t rows, int64_t cols, uint32_t seed) {
-  using namespace boltrt::cpu;
+  using namespace boltrt;
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> mag(0.002f, 0.02f);
   const int64_t nblocks = rows * cols / matmul_block_elems(t);
@@ -101,7 +118,7 @@ inline std::vector<uint8_t> random_weights(GgmlType t, int64_t rows, int64_t col
   for (auto& byte : data) byte = static_cast<uint8_t>(rng());
   auto scale = [&](bool allow_negative) {
     const float v = mag(rng);
-    return f32_to_fp16(allow_negative && (rng() & 1) ? -v : v);
+    return fp32_to_fp16(allow_negative && (rng() & 1) ? -v : v);
   };
   auto set16 = [](uint8_t* p, uint16_t v) { std::memcpy(p, &v, 2); };
   for (int64_t b = 0; b < nblocks; ++b) {
@@ -113,10 +130,10 @@ inline std::vector<uint8_t> random_weights(GgmlType t, int64_t rows, int64_t col
         break;
       }
       case GgmlType::F16:
-        set16(p, f32_to_fp16(std::uniform_real_distribution<float>(-1.0f, 1.0f)(rng)));
+        set16(p, fp32_to_fp16(std::uniform_real_distribution<float>(-1.0f, 1.0f)(rng)));
         break;
       case GgmlType::BF16:
-        set16(p, f32_to_bf16(std::uniform_real_distribution<float>(-1.0f, 1.0f)(rng)));
+        set16(p, fp32_to_bf16(std::uniform_real_distribution<float>(-1.0f, 1.0f)(rng)));
         break;
       case GgmlType::Q4_0:
       case GgmlType::Q5_0:

@@ -23,7 +23,8 @@
 #include <thread>
 #include <vector>
 
-#include "batch/fake_engine.h"
+#include "api/fake_backend.h"
+#include "batch/backend_engine.h"
 #include "batch/progress.h"
 #include "batch/request.h"
 #include "batch/result_file.h"
@@ -38,6 +39,10 @@ namespace boltrt::batch {
 namespace {
 
 using nlohmann::json;
+
+std::unique_ptr<BatchEngine> fake_engine(int parallel, int64_t n_ctx, int delay_us) {
+  return make_backend_engine(make_fake_backend(n_ctx, delay_us), parallel);
+}
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -294,7 +299,7 @@ TEST(RunBatch, WritesResultsAndErrorsAndResumes) {
              "{\"id\":\"a\",\"prompt\":\"again\"}\n"
              "{\"id\":\"long\",\"prompt\":\"" +
                  std::string(300, 'q') + "\"}\n");
-  auto engine = make_fake_engine(1, 128, 0);
+  auto engine = fake_engine(1, 128, 0);
   BatchSummary s = run_batch(*engine, f.options());
   EXPECT_EQ(s.requests, 3);
   EXPECT_EQ(s.completed, 2);
@@ -337,11 +342,34 @@ TEST(RunBatch, WritesResultsAndErrorsAndResumes) {
   EXPECT_EQ(read_lines(f.output + ".errors.jsonl").size(), 3u);
 }
 
+TEST(RunBatch, ReasoningIsSplitFromContent) {
+  RunFixture f("batch_run_reasoning");
+  write_file(f.input, R"({"id":"t","messages":[{"role":"user","content":"hi"}],"reasoning":"on"})"
+                      "\n"
+                      R"({"id":"n","messages":[{"role":"user","content":"hi"}],"reasoning":false})"
+                      "\n"
+                      R"({"id":"x","messages":[{"role":"user","content":"hi"}],"tools":[{}]})"
+                      "\n");
+  auto engine = fake_engine(1, 128, 0);
+  run_batch(*engine, f.options());
+  const auto results = read_lines(f.output);
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[0]["reasoning"], "user: hi\n");
+  EXPECT_EQ(results[0]["content"], "USER: HI\n");
+  EXPECT_EQ(results[0]["tokens"]["reasoning"], 9);  // the thought's bytes; markers not counted
+  EXPECT_EQ(results[1]["reasoning"], "");
+  EXPECT_EQ(results[1]["content"], "USER: HI\n");
+  EXPECT_EQ(results[1]["tokens"]["reasoning"], 0);
+  const auto errors = read_lines(f.output + ".errors.jsonl");
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0]["error"], "'tools' are not supported by this model's chat format");
+}
+
 TEST(RunBatch, ParallelGivesTheSameResults) {
   RunFixture f("batch_run_parallel");
   write_file(f.input, numbered_input(23));
   for (int parallel : {1, 4, 8}) {
-    auto engine = make_fake_engine(parallel, 256, 0);
+    auto engine = fake_engine(parallel, 256, 0);
     BatchOptions o = f.options(parallel);
     o.overwrite = true;
     const BatchSummary s = run_batch(*engine, o);
@@ -356,7 +384,7 @@ TEST(RunBatch, SeedsMakeSampledRunsRepeatable) {
                       "\n");
   std::string first;
   for (int run = 0; run < 2; ++run) {
-    auto engine = make_fake_engine(1, 64, 0);
+    auto engine = fake_engine(1, 64, 0);
     BatchOptions o = f.options();
     o.overwrite = true;
     o.sampling.top_k = 0;
@@ -376,7 +404,7 @@ TEST(RunBatch, SeedsMakeSampledRunsRepeatable) {
 TEST(RunBatch, FullDiskStopsCleanlyAndResumeFinishes) {
   RunFixture f("batch_run_full_disk");
   write_file(f.input, numbered_input(12));
-  auto engine = make_fake_engine(3, 256, 0);
+  auto engine = fake_engine(3, 256, 0);
   BatchOptions o = f.options(3);
   o.fail_after_bytes = 1000;  // room for a few result lines
   try {
@@ -405,7 +433,7 @@ TEST(RunBatch, ShardsPartitionTheInput) {
   std::string merged;
   int64_t malformed = 0;
   for (int i = 0; i < 4; ++i) {
-    auto engine = make_fake_engine(2, 256, 0);
+    auto engine = fake_engine(2, 256, 0);
     BatchOptions o = f.options(2);
     parse_shard(fmt::format("{}/4", i), o);
     o.output = f.dir + fmt::format("/out.{}.jsonl", i);
@@ -500,6 +528,24 @@ TEST(BatchCli, KillNineAtRandomMomentsThenResumeGivesEachIdOnce) {
   expect_complete(f.output, kRequests);
 }
 
+TEST(BatchCli, InterruptStopsWith130ThenResumes) {
+  RunFixture f("batch_cli_interrupt");
+  write_file(f.input, numbered_input(30));
+  const std::vector<std::string> command = {
+      test::cli_path(), "batch",    "--fake-model", "--fake-delay-us", "3000", "--input",
+      f.input,          "--output", f.output,       "--temp",          "0",    "--resume"};
+  const pid_t pid = spawn(command, f.dir + "/log.txt");
+  ASSERT_GT(pid, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  kill(pid, SIGINT);
+  EXPECT_EQ(wait_status(pid), 130) << read_file(f.dir + "/log.txt");
+  EXPECT_NE(read_file(f.dir + "/log.txt").find("interrupted; run again with --resume"),
+            std::string::npos);
+  EXPECT_LT(read_lines(f.output).size(), 30u);
+  EXPECT_EQ(wait_status(spawn(command, f.dir + "/log.txt")), 0);
+  expect_complete(f.output, 30);
+}
+
 TEST(BatchCli, FileSizeLimitStopsWithOneMessageThenResumes) {
   RunFixture f("batch_cli_fsize");
   write_file(f.input, numbered_input(20));
@@ -519,6 +565,37 @@ TEST(BatchCli, FileSizeLimitStopsWithOneMessageThenResumes) {
   log.clear();
   ASSERT_EQ(test::run_command(base + " --resume", &log), 0) << log;
   expect_complete(f.output, 20);
+}
+
+// A Slurm array of 4 (ids 1..4 here, so SLURM_ARRAY_TASK_MIN matters) and a Kubernetes
+// Indexed Job of 4 each split the input; the merged outputs hold every id once.
+TEST(BatchCli, SlurmAndKubernetesShards) {
+  RunFixture f("batch_cli_shards");
+  write_file(f.input, numbered_input(10));
+  for (const char* scheduler : {"slurm", "k8s"}) {
+    std::string merged;
+    for (int i = 0; i < 4; ++i) {
+      const std::string out = fmt::format("{}/{}.{}.jsonl", f.dir, scheduler, i);
+      const std::string env =
+          std::string(scheduler) == "slurm"
+              ? fmt::format(
+                    "SLURM_ARRAY_TASK_ID={} SLURM_ARRAY_TASK_MIN=1 SLURM_ARRAY_TASK_COUNT=4", i + 1)
+              : fmt::format("JOB_COMPLETION_INDEX={}", i);
+      std::string log;
+      ASSERT_EQ(test::run_command(
+                    fmt::format("env {} '{}' batch --fake-model --temp 0 --input '{}' --output "
+                                "'{}' --resume {}",
+                                env, test::cli_path(), f.input, out,
+                                std::string(scheduler) == "k8s" ? "--shard-count 4" : ""),
+                    &log),
+                0)
+          << log;
+      EXPECT_EQ(read_lines(out).size(), i < 2 ? 3u : 2u) << scheduler << " shard " << i;
+      merged += read_file(out);
+    }
+    write_file(f.output, merged);
+    expect_complete(f.output, 10);
+  }
 }
 
 TEST(BatchCli, ArgumentErrorsAreOneLine) {

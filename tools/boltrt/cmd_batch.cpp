@@ -10,7 +10,9 @@
 #include <memory>
 #include <string>
 
-#include "batch/fake_engine.h"
+#include "api/fake_backend.h"
+#include "api/model_backend.h"
+#include "batch/backend_engine.h"
 #include "batch/runner.h"
 #include "command.h"
 #include "util/error.h"
@@ -64,13 +66,18 @@ void run(BatchArgs& args) {
   args.options.progress = args.progress == "on" || (args.progress == "auto" && ::isatty(2));
   args.options.cancel = &g_interrupted;
 
-  std::unique_ptr<batch::BatchEngine> engine;
+  std::shared_ptr<ModelBackend> backend;
   if (args.fake_model) {
-    engine = batch::make_fake_engine(args.options.parallel, args.context, args.fake_delay_us);
+    backend = make_fake_backend(args.context, args.fake_delay_us);
   } else {
     if (args.model.empty()) fail("batch: give a model with -m FILE");
-    fail("{}: this build cannot run gemma4 models in batch mode yet", args.model);
+    BackendOptions options;
+    options.threads = args.threads;
+    options.context = args.context;
+    options.kv_type = args.kv_type;
+    backend = open_model_backend(args.model, options);
   }
+  const auto engine = batch::make_backend_engine(backend, args.options.parallel);
 
   std::signal(SIGINT, on_interrupt);
   std::signal(SIGTERM, on_interrupt);

@@ -2,6 +2,10 @@
 // thread pool and hands each thread's contiguous row range to the kernel of the chosen SIMD level.
 #include "backend/cpu/matmul.h"
 
+#if defined(__x86_64__) || defined(_M_X64)
+#include <cpuid.h>
+#endif
+
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -15,11 +19,20 @@
 namespace boltrt {
 namespace {
 
+#if defined(__x86_64__) || defined(_M_X64)
+// clang 14's __builtin_cpu_supports does not know "f16c": read CPUID leaf 1, ECX bit 29.
+bool cpu_has_f16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return false;
+  return (ecx & (1u << 29)) != 0;
+}
+#endif
+
 SimdLevel best_supported_level() {
 #if defined(__x86_64__) || defined(_M_X64)
   __builtin_cpu_init();
   const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                    __builtin_cpu_supports("f16c") && __builtin_cpu_supports("bmi2");
+                    cpu_has_f16c() && __builtin_cpu_supports("bmi2");
   const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") &&
                       __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
                       __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vnni");
@@ -58,18 +71,6 @@ cpu::GemmFn pick_kernel(SimdLevel level, GgmlType type) {
   return fn ? fn : cpu::scalar_gemm(type);
 }
 
-int64_t block_elements(GgmlType type) {
-  switch (cpu::activation_format(type)) {
-    case cpu::ActFormat::Q8_0:
-    case cpu::ActFormat::Q8_1:
-      return 32;
-    case cpu::ActFormat::Q8_K:
-      return 256;
-    default:
-      return 1;
-  }
-}
-
 }  // namespace
 
 SimdLevel simd_level() {
@@ -101,11 +102,17 @@ void matmul(const WeightView& w, const float* x, int64_t batch, float* y, Thread
 void matmul_rows(const WeightView& w, int64_t row_begin, int64_t row_end, const float* x,
                  int64_t batch, float* y, ThreadPool* pool) {
   if (!cpu::matmul_supported(w.type)) {
-    fail("matmul: weight type id {} has no CPU kernel", static_cast<uint32_t>(w.type));
+    fail("matmul: weight type {} (id {}) has no CPU kernel", type_traits(w.type).name,
+         static_cast<uint32_t>(w.type));
   }
-  if (w.cols <= 0 || w.cols % block_elements(w.type) != 0) {
-    fail("matmul: {} columns is not a positive multiple of the block size {} (type id {})", w.cols,
-         block_elements(w.type), static_cast<uint32_t>(w.type));
+  const TypeTraits& traits = type_traits(w.type);
+  if (w.cols <= 0 || w.cols % traits.block_size != 0) {
+    fail("matmul: {} columns is not a positive multiple of the {} block size {}", w.cols,
+         traits.name, traits.block_size);
+  }
+  if (w.rows > 1 && w.row_stride < row_size(w.type, w.cols)) {
+    fail("matmul: row stride {} B is smaller than a {} row of {} columns ({} B)", w.row_stride,
+         traits.name, w.cols, row_size(w.type, w.cols));
   }
   if (row_begin < 0 || row_end > w.rows || row_begin > row_end) {
     fail("matmul: row range [{}, {}) outside the weight's {} rows", row_begin, row_end, w.rows);

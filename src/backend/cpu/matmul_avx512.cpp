@@ -1,10 +1,809 @@
-// AVX-512 level: the x86 kernels with AVX512-VNNI dot products (vpdpbusd / vpdpwssd on 256-bit
-// vectors through AVX512-VL), see matmul_x86_kernels.h.
+// AVX-512 level (F/BW/VL/DQ + VNNI). Quantized types use "row-lane" kernels: 16 weight rows are
+// processed together, one row per 32-bit lane of a zmm register, so the per-block scales of the
+// 16 rows form one vector and no horizontal sum is needed until the very end.
+//
+//   weights: each block's bytes of the 16 rows are loaded 16 at a time and transposed in
+//            registers (load4x16), giving lane r = codes 4q..4q+3 of row r;
+//   activations: the same 4 int8 codes broadcast to all lanes, so vpdpbusd adds the 4-element
+//            dot product of each row in its own lane.
+//
+// Codes are made unsigned for vpdpbusd (u8 x s8) by adding an offset where the format is signed
+// (Q4_0 +8, Q5_0 +16, Q8_0/IQ4_NL/MXFP4/IQ4_XS +128); offset * sum(activation codes) is
+// subtracted per block. A lane's arithmetic does not depend on the other lanes, the batch or the
+// thread split, so results are identical for any batch size, thread count and row range.
+// F32/F16/BF16, Q2_K and Q3_K use the shared x86 row kernels (matmul_x86_kernels.h) with VNNI.
 #define BOLTRT_X86_VNNI 1
+#ifndef BOLTRT_LANE_MIN_BATCH
+#define BOLTRT_LANE_MIN_BATCH 4
+#endif
+#include <vector>
+
+// GCC 12's AVX-512 headers build some results from _mm512_undefined_* and then warn about their
+// own placeholder (a known false positive); nothing here reads an undefined value.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+
 #include "backend/cpu/matmul_x86_kernels.h"
 
-namespace boltrt::cpu {
-GemmFn avx512_gemm(GgmlType type) {
-  return x86_gemm(type);
+namespace {
+
+// Register tiles only work when these short loops are fully unrolled (GCC otherwise keeps the
+// per-activation accumulators in memory).
+#if defined(__clang__)
+#define BOLTRT_UNROLL _Pragma("unroll")
+#else
+#define BOLTRT_UNROLL _Pragma("GCC unroll 16")
+#endif
+
+// 16 weight rows; lanes past the last row repeat the last row (their results are not stored).
+struct RowGroup {
+  const uint8_t* rows[16];
+  __mmask16 mask;
+};
+
+// The 32-bit word at byte_offset of each row, lane r = row r. (Hardware gathers are slow here.)
+inline __m512i gather32(const RowGroup& g, size_t byte_offset) {
+  alignas(64) uint32_t v[16];
+  for (int r = 0; r < 16; ++r) std::memcpy(&v[r], g.rows[r] + byte_offset, 4);
+  return _mm512_load_si512(v);
 }
+
+// Four consecutive words at byte_offset .. byte_offset+15 of the 16 rows, transposed:
+// out[k] lane r = word k of row r. 16 loads, 12 inserts and 8 unpacks.
+inline void load4x16(const RowGroup& g, size_t o, __m512i* out) {
+  __m512i z[4];
+  for (int k = 0; k < 4; ++k) {
+    auto ld = [&](int r) {
+      return _mm_loadu_si128(reinterpret_cast<const __m128i*>(g.rows[r] + o));
+    };
+    __m512i v = _mm512_castsi128_si512(ld(k));
+    v = _mm512_inserti32x4(v, ld(k + 4), 1);
+    v = _mm512_inserti32x4(v, ld(k + 8), 2);
+    z[k] = _mm512_inserti32x4(v, ld(k + 12), 3);
+  }
+  // z[k] 128-bit lane L holds row 4L + k; after the 4x4 transposes lane L, word j of out[w] is
+  // word w of row 4L + j.
+  const __m512i t0 = _mm512_unpacklo_epi32(z[0], z[1]), t1 = _mm512_unpackhi_epi32(z[0], z[1]);
+  const __m512i t2 = _mm512_unpacklo_epi32(z[2], z[3]), t3 = _mm512_unpackhi_epi32(z[2], z[3]);
+  out[0] = _mm512_unpacklo_epi64(t0, t2);
+  out[1] = _mm512_unpackhi_epi64(t0, t2);
+  out[2] = _mm512_unpacklo_epi64(t1, t3);
+  out[3] = _mm512_unpackhi_epi64(t1, t3);
+}
+
+// fp16 at byte_offset of each row; reads the 4 bytes ending at byte_offset + 2 when the field is
+// the last one of the block (kAtEnd) so no read goes past the block.
+template <bool kAtEnd = false>
+inline __m512 gather_f16(const RowGroup& g, size_t byte_offset) {
+  __m512i v =
+      kAtEnd ? _mm512_srli_epi32(gather32(g, byte_offset - 2), 16) : gather32(g, byte_offset);
+  return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(v));
+}
+
+inline __m512 f16_lo(__m512i v) {
+  return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(v));
+}
+inline __m512 f16_hi(__m512i v) {
+  return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(v, 16)));
+}
+
+inline __m512i bcast_i32(const void* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm512_set1_epi32(v);
+}
+
+inline __m512i nibble_lo(__m512i v) {
+  return _mm512_and_si512(v, _mm512_set1_epi8(0x0f));
+}
+inline __m512i nibble_hi(__m512i v) {
+  return _mm512_and_si512(_mm512_srli_epi32(v, 4), _mm512_set1_epi8(0x0f));
+}
+
+// Bits 0-3 of each lane -> bytes 0-3 with 0x10 where the bit is set (Q5 fifth bits).
+inline __m512i spread4_bits_to_0x10(__m512i nibble) {
+  const __m512i table =
+      _mm512_setr_epi32(0x00000000, 0x00000010, 0x00001000, 0x00001010, 0x00100000, 0x00100010,
+                        0x00101000, 0x00101010, 0x10000000, 0x10000010, 0x10001000, 0x10001010,
+                        0x10100000, 0x10100010, 0x10101000, 0x10101010);
+  return _mm512_permutexvar_epi32(_mm512_and_si512(nibble, _mm512_set1_epi32(0x0f)), table);
+}
+
+inline __m512i lut16_plus128(const int8_t* values) {
+  alignas(16) int8_t shifted[16];
+  for (int i = 0; i < 16; ++i) shifted[i] = static_cast<int8_t>(values[i] + 128);
+  return _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(shifted)));
+}
+
+// ---- legacy 32-element blocks ---------------------------------------------------------------
+// Each decoder fills w[8] (lane r, dword q = unsigned codes 4q..4q+3 of row r's block), the row
+// scales, and for Q4_1/Q5_1 the row mins.
+
+struct LaneQ4_0 {
+  static constexpr size_t kBytes = 18;
+  static constexpr int kOffset = 8;
+  static constexpr bool kMin = false;
+  static void decode(const RowGroup& g, size_t o, __m512i* w, __m512& d, __m512&) {
+    __m512i raw[4];
+    load4x16(g, o + 2, raw);
+    for (int q = 0; q < 4; ++q) {
+      w[q] = nibble_lo(raw[q]);
+      w[q + 4] = nibble_hi(raw[q]);
+    }
+    d = gather_f16(g, o);
+  }
+};
+
+struct LaneIQ4_NL {
+  static constexpr size_t kBytes = 18;
+  static constexpr int kOffset = 128;
+  static constexpr bool kMin = false;
+  static void decode(const RowGroup& g, size_t o, __m512i* w, __m512& d, __m512&) {
+    const __m512i lut = lut16_plus128(kIQ4NLValues);
+    __m512i raw[4];
+    load4x16(g, o + 2, raw);
+    for (int q = 0; q < 4; ++q) {
+      w[q] = _mm512_shuffle_epi8(lut, nibble_lo(raw[q]));
+      w[q + 4] = _mm512_shuffle_epi8(lut, nibble_hi(raw[q]));
+    }
+    d = gather_f16(g, o);
+  }
+};
+
+struct LaneMXFP4 {
+  static constexpr size_t kBytes = 17;
+  static constexpr int kOffset = 128;
+  static constexpr bool kMin = false;
+  static void decode(const RowGroup& g, size_t o, __m512i* w, __m512& d, __m512&) {
+    const __m512i lut = lut16_plus128(kMXFP4Values);
+    __m512i raw[4];
+    load4x16(g, o + 1, raw);
+    for (int q = 0; q < 4; ++q) {
+      w[q] = _mm512_shuffle_epi8(lut, nibble_lo(raw[q]));
+      w[q + 4] = _mm512_shuffle_epi8(lut, nibble_hi(raw[q]));
+    }
+    // 2^(e-128): (e-1) << 23, or the subnormals 0x00200000 << e for e < 2.
+    const __m512i e = _mm512_and_si512(gather32(g, o), _mm512_set1_epi32(0xff));
+    const __m512i normal = _mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23);
+    const __m512i sub = _mm512_sllv_epi32(_mm512_set1_epi32(0x00200000), e);
+    const __mmask16 small = _mm512_cmplt_epi32_mask(e, _mm512_set1_epi32(2));
+    d = _mm512_castsi512_ps(_mm512_mask_blend_epi32(small, normal, sub));
+  }
+};
+
+struct LaneQ8_0 {
+  static constexpr size_t kBytes = 34;
+  static constexpr int kOffset = 128;
+  static constexpr bool kMin = false;
+  static void decode(const RowGroup& g, size_t o, __m512i* w, __m512& d, __m512&) {
+    load4x16(g, o + 2, w);
+    load4x16(g, o + 18, w + 4);
+    for (int q = 0; q < 8; ++q) w[q] = _mm512_xor_si512(w[q], _mm512_set1_epi8(-128));
+    d = gather_f16(g, o);
+  }
+};
+
+// Q5_0 / Q5_1: qh (32 bits, bit e = fifth bit of element e) at qh_at, nibbles at qs_at.
+inline void decode_q5(const RowGroup& g, size_t qh_at, size_t qs_at, __m512i* w) {
+  const __m512i qh = gather32(g, qh_at);
+  __m512i raw[4];
+  load4x16(g, qs_at, raw);
+  for (int q = 0; q < 4; ++q) {
+    w[q] = _mm512_or_si512(nibble_lo(raw[q]), spread4_bits_to_0x10(_mm512_srli_epi32(qh, 4 * q)));
+    w[q + 4] =
+        _mm512_or_si512(nibble_hi(raw[q]), spread4_bits_to_0x10(_mm512_srli_epi32(qh, 16 + 4 * q)));
+  }
+}
+
+struct LaneQ5_0 {
+  static constexpr size_t kBytes = 22;
+  static constexpr int kOffset = 16;
+  static constexpr bool kMin = false;
+  static void decode(const RowGroup& g, size_t o, __m512i* w, __m512& d, __m512&) {
+    decode_q5(g, o + 2, o + 6, w);
+    d = gather_f16(g, o);
+  }
+};
+
+struct LaneQ4_1 {
+  static constexpr size_t kBytes = 20;
+  static constexpr int kOffset = 0;
+  static constexpr bool kMin = true;
+  static void decode(const RowGroup& g, size_t o, __m512i* w, __m512& d, __m512& m) {
+    __m512i raw[4];
+    load4x16(g, o + 4, raw);
+    for (int q = 0; q < 4; ++q) {
+      w[q] = nibble_lo(raw[q]);
+      w[q + 4] = nibble_hi(raw[q]);
+    }
+    const __m512i dm = gather32(g, o);
+    d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dm));
+    m = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dm, 16)));
+  }
+};
+
+struct LaneQ5_1 {
+  static constexpr size_t kBytes = 24;
+  static constexpr int kOffset = 0;
+  static constexpr bool kMin = true;
+  static void decode(const RowGroup& g, size_t o, __m512i* w, __m512& d, __m512& m) {
+    decode_q5(g, o + 4, o + 8, w);
+    const __m512i dm = gather32(g, o);
+    d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dm));
+    m = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dm, 16)));
+  }
+};
+
+// Activation block layouts: Q8_0 {d, qs} or Q8_1 {d, s, qs}.
+template <bool kQ8_1>
+struct ActView {
+  static constexpr size_t kBytes = kQ8_1 ? 36 : 34;
+  static constexpr size_t kQs = kQ8_1 ? 4 : 2;
+};
+
+// Sum of the int8 codes of every 32-block of every activation row: offset correction.
+void block_code_sums(const GemmTile& t, size_t act_block_bytes, size_t qs_at,
+                     std::vector<int32_t>& sums) {
+  const int64_t nblk = t.cols / 32;
+  sums.resize(static_cast<size_t>(t.n_act * nblk));
+  for (int64_t b = 0; b < t.n_act; ++b) {
+    for (int64_t i = 0; i < nblk; ++i) {
+      const auto* qs =
+          reinterpret_cast<const int8_t*>(t.a + b * t.a_stride + i * act_block_bytes + qs_at);
+      int s = 0;
+      for (int j = 0; j < 32; ++j) s += qs[j];
+      sums[static_cast<size_t>(b * nblk + i)] = s;
+    }
+  }
+}
+
+RowGroup row_group(const GemmTile& t, int64_t r0) {
+  const int64_t n = std::min<int64_t>(16, t.n_rows - r0);
+  RowGroup g;
+  for (int64_t r = 0; r < 16; ++r) g.rows[r] = t.w + (r0 + std::min(r, n - 1)) * t.w_stride;
+  g.mask = static_cast<__mmask16>((1u << n) - 1);
+  return g;
+}
+
+inline void store_rows(const GemmTile& t, int64_t b, int64_t r0, __mmask16 mask, __m512 v) {
+  _mm512_mask_storeu_ps(t.y + b * t.y_stride + r0, mask, v);
+}
+
+// Decoded weights of one 16-row group are kept in a panel (a few hundred KB at most, in L2) and
+// reused by every group of up to 8 activation rows: a call decodes each weight block once.
+template <typename T>
+T* panel_buffer(size_t n) {
+  thread_local std::vector<T> panel;
+  if (panel.size() < n) panel.resize(n);
+  return panel.data();
+}
+
+template <typename Fn>
+void dispatch_nb(int64_t nb, Fn&& fn) {
+  switch (nb) {
+    case 8:
+      fn(std::integral_constant<int, 8>{});
+      break;
+    case 7:
+      fn(std::integral_constant<int, 7>{});
+      break;
+    case 6:
+      fn(std::integral_constant<int, 6>{});
+      break;
+    case 5:
+      fn(std::integral_constant<int, 5>{});
+      break;
+    case 4:
+      fn(std::integral_constant<int, 4>{});
+      break;
+    case 3:
+      fn(std::integral_constant<int, 3>{});
+      break;
+    case 2:
+      fn(std::integral_constant<int, 2>{});
+      break;
+    default:
+      fn(std::integral_constant<int, 1>{});
+      break;
+  }
+}
+
+// For each 16-row group: decode(g, panel) once, then compute<nb>(panel, r0, b0, mask) for each
+// group of up to 8 activation rows.
+template <typename Decode, typename Compute>
+void for_groups(const GemmTile& t, Decode&& decode, Compute&& compute) {
+  for (int64_t r0 = 0; r0 < t.n_rows; r0 += 16) {
+    const RowGroup g = row_group(t, r0);
+    decode(g);
+    for (int64_t b0 = 0; b0 < t.n_act; b0 += 8) {
+      dispatch_nb(std::min<int64_t>(8, t.n_act - b0),
+                  [&](auto nb) { compute(nb, r0, b0, g.mask); });
+    }
+  }
+}
+
+struct LegacyPanel {
+  __m512i w[8];
+  __m512 d, m;
+};
+
+template <typename Lane, bool kQ8_1, int kNb>
+void lanes32_compute(const GemmTile& t, const LegacyPanel* panel, int64_t r0, int64_t b0,
+                     __mmask16 mask, const int32_t* sums) {
+  using Act = ActView<kQ8_1>;
+  const int64_t nblk = t.cols / 32;
+  const uint8_t* act[kNb];
+  __m512 acc[kNb];
+  BOLTRT_UNROLL
+  for (int b = 0; b < kNb; ++b) {
+    act[b] = t.a + (b0 + b) * t.a_stride;
+    acc[b] = _mm512_setzero_ps();
+  }
+  for (int64_t i = 0; i < nblk; ++i) {
+    const LegacyPanel& p = panel[i];
+    BOLTRT_UNROLL
+    for (int b = 0; b < kNb; ++b) {
+      const uint8_t* blk = act[b] + i * Act::kBytes;
+      __m512i s = _mm512_setzero_si512();
+      for (int q = 0; q < 8; ++q)
+        s = _mm512_dpbusd_epi32(s, p.w[q], bcast_i32(blk + Act::kQs + 4 * q));
+      if constexpr (Lane::kOffset != 0) {
+        s = _mm512_sub_epi32(s, _mm512_set1_epi32(Lane::kOffset * sums[(b0 + b) * nblk + i]));
+      }
+      uint16_t dy;
+      std::memcpy(&dy, blk, 2);
+      acc[b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(p.d, _mm512_set1_ps(h2f(dy))),
+                               acc[b]);
+      if constexpr (Lane::kMin) {
+        uint16_t sy;
+        std::memcpy(&sy, blk + 2, 2);
+        acc[b] = _mm512_fmadd_ps(p.m, _mm512_set1_ps(h2f(sy)), acc[b]);
+      }
+    }
+  }
+  BOLTRT_UNROLL
+  for (int b = 0; b < kNb; ++b) store_rows(t, b0 + b, r0, mask, acc[b]);
+}
+
+template <typename Lane, bool kQ8_1>
+void gemm_lanes32(const GemmTile& t) {
+  thread_local std::vector<int32_t> sums;
+  if (Lane::kOffset != 0) block_code_sums(t, ActView<kQ8_1>::kBytes, ActView<kQ8_1>::kQs, sums);
+  const int64_t nblk = t.cols / 32;
+  LegacyPanel* panel = panel_buffer<LegacyPanel>(static_cast<size_t>(nblk));
+  for_groups(
+      t,
+      [&](const RowGroup& g) {
+        for (int64_t i = 0; i < nblk; ++i) {
+          LegacyPanel& p = panel[i];
+          p.m = _mm512_setzero_ps();
+          Lane::decode(g, static_cast<size_t>(i) * Lane::kBytes, p.w, p.d, p.m);
+        }
+      },
+      [&](auto nb, int64_t r0, int64_t b0, __mmask16 mask) {
+        lanes32_compute<Lane, kQ8_1, decltype(nb)::value>(t, panel, r0, b0, mask, sums.data());
+      });
+}
+
+// ---- Q4_K / Q5_K ----------------------------------------------------------------------------
+// Per super-block and row: int32 sum over the 8 sub-blocks of sc_s * (codes . q8), then
+// d*dy * that - dmin*dy * sum_s m_s * bsum32_s (the mins through the Q8_K bsums).
+
+// Per activation row and super-block, the 32-element code sums as int16 pairs for vpdpwssd:
+// dwords (b0,b2), (b1,b3), (b4,b6), (b5,b7), matching the byte order of the packed mins.
+void q8k_bsum32_pairs(const GemmTile& t, std::vector<int32_t>& pairs) {
+  const int64_t nsb = t.cols / 256;
+  pairs.resize(static_cast<size_t>(t.n_act * nsb * 4));
+  for (int64_t b = 0; b < t.n_act; ++b) {
+    const auto* y = reinterpret_cast<const ActQ8_K*>(t.a + b * t.a_stride);
+    for (int64_t i = 0; i < nsb; ++i) {
+      int32_t s[8];
+      for (int k = 0; k < 8; ++k) s[k] = y[i].bsums[2 * k] + y[i].bsums[2 * k + 1];
+      int32_t* p = &pairs[static_cast<size_t>((b * nsb + i) * 4)];
+      auto pack = [](int32_t lo, int32_t hi) {
+        return static_cast<int32_t>((static_cast<uint32_t>(lo) & 0xffff) |
+                                    (static_cast<uint32_t>(hi) << 16));
+      };
+      p[0] = pack(s[0], s[2]);
+      p[1] = pack(s[1], s[3]);
+      p[2] = pack(s[4], s[6]);
+      p[3] = pack(s[5], s[7]);
+    }
+  }
+}
+
+struct Q45KPanel {
+  __m512i codes[8][8];  // [sub-block][word]
+  __m512i scale[8];     // per sub-block, one int32 per row
+  __m512i min_pairs[4];
+  __m512 d, dmin;
+};
+
+template <bool kFifthBit>
+void q45k_decode(const RowGroup& g, int64_t nsb, Q45KPanel* panel) {
+  constexpr size_t kBytes = kFifthBit ? 176 : 144;
+  constexpr size_t kQs = kFifthBit ? 48 : 16;
+  const __m512i m6 = _mm512_set1_epi32(0x3f3f3f3f), m4 = _mm512_set1_epi32(0x0f0f0f0f),
+                m2 = _mm512_set1_epi32(0x03030303), byte = _mm512_set1_epi32(0xff),
+                lo16 = _mm512_set1_epi32(0x00ff00ff);
+  for (int64_t i = 0; i < nsb; ++i) {
+    Q45KPanel& p = panel[i];
+    const size_t o = static_cast<size_t>(i) * kBytes;
+    __m512i head[4];  // d | dmin, then the 12 scale bytes as words w0, w1, w2
+    load4x16(g, o, head);
+    p.d = f16_lo(head[0]);
+    p.dmin = f16_hi(head[0]);
+    const __m512i w0 = head[1], w1 = head[2], w2 = head[3];
+    const __m512i sc_lo = _mm512_and_si512(w0, m6);
+    const __m512i sc_hi =
+        _mm512_or_si512(_mm512_and_si512(w2, m4),
+                        _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(w0, 6), m2), 4));
+    const __m512i mn_lo = _mm512_and_si512(w1, m6);
+    const __m512i mn_hi =
+        _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(w2, 4), m4),
+                        _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(w1, 6), m2), 4));
+    for (int s = 0; s < 8; ++s) {
+      p.scale[s] = _mm512_and_si512(_mm512_srli_epi32(s < 4 ? sc_lo : sc_hi, 8 * (s & 3)), byte);
+    }
+    // Mins as int16 pairs (m0,m2), (m1,m3), (m4,m6), (m5,m7) against the bsum32 pairs.
+    p.min_pairs[0] = _mm512_and_si512(mn_lo, lo16);
+    p.min_pairs[1] = _mm512_and_si512(_mm512_srli_epi32(mn_lo, 8), lo16);
+    p.min_pairs[2] = _mm512_and_si512(mn_hi, lo16);
+    p.min_pairs[3] = _mm512_and_si512(_mm512_srli_epi32(mn_hi, 8), lo16);
+    [[maybe_unused]] __m512i qh[8];
+    if constexpr (kFifthBit) {
+      load4x16(g, o + 16, qh);
+      load4x16(g, o + 32, qh + 4);
+    }
+    for (int j = 0; j < 4; ++j) {  // 64 elements: sub-blocks 2j (low nibbles) and 2j+1 (high)
+      __m512i raw[8];
+      load4x16(g, o + kQs + 32 * j, raw);
+      load4x16(g, o + kQs + 32 * j + 16, raw + 4);
+      for (int q = 0; q < 8; ++q) {
+        __m512i lo = nibble_lo(raw[q]), hi = nibble_hi(raw[q]);
+        if constexpr (kFifthBit) {
+          const __m512i one = _mm512_set1_epi8(1);
+          lo = _mm512_or_si512(
+              lo, _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(qh[q], 2 * j), one), 4));
+          hi = _mm512_or_si512(
+              hi, _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(qh[q], 2 * j + 1), one), 4));
+        }
+        p.codes[2 * j][q] = lo;
+        p.codes[2 * j + 1][q] = hi;
+      }
+    }
+  }
+}
+
+template <int kNb>
+void q45k_compute(const GemmTile& t, const Q45KPanel* panel, int64_t r0, int64_t b0, __mmask16 mask,
+                  const int32_t* pairs) {
+  const int64_t nsb = t.cols / 256;
+  const ActQ8_K* act[kNb];
+  __m512 acc[kNb];
+  BOLTRT_UNROLL
+  for (int b = 0; b < kNb; ++b) {
+    act[b] = reinterpret_cast<const ActQ8_K*>(t.a + (b0 + b) * t.a_stride);
+    acc[b] = _mm512_setzero_ps();
+  }
+  for (int64_t i = 0; i < nsb; ++i) {
+    const Q45KPanel& p = panel[i];
+    __m512i isum[kNb];
+    BOLTRT_UNROLL
+    for (int b = 0; b < kNb; ++b) isum[b] = _mm512_setzero_si512();
+    for (int s = 0; s < 8; ++s) {
+      BOLTRT_UNROLL
+      for (int b = 0; b < kNb; ++b) {
+        const int8_t* qy = act[b][i].qs + 32 * s;
+        __m512i dot = _mm512_setzero_si512();
+        for (int q = 0; q < 8; ++q)
+          dot = _mm512_dpbusd_epi32(dot, p.codes[s][q], bcast_i32(qy + 4 * q));
+        isum[b] = _mm512_add_epi32(isum[b], _mm512_mullo_epi32(dot, p.scale[s]));
+      }
+    }
+    BOLTRT_UNROLL
+    for (int b = 0; b < kNb; ++b) {
+      const int32_t* mp = pairs + ((b0 + b) * nsb + i) * 4;
+      __m512i msum = _mm512_setzero_si512();
+      for (int k = 0; k < 4; ++k)
+        msum = _mm512_dpwssd_epi32(msum, p.min_pairs[k], _mm512_set1_epi32(mp[k]));
+      const __m512 dy = _mm512_set1_ps(act[b][i].d);
+      acc[b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[b]), _mm512_mul_ps(p.d, dy), acc[b]);
+      acc[b] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum), _mm512_mul_ps(p.dmin, dy), acc[b]);
+    }
+  }
+  BOLTRT_UNROLL
+  for (int b = 0; b < kNb; ++b) store_rows(t, b0 + b, r0, mask, acc[b]);
+}
+
+template <bool kFifthBit>
+void gemm_q45k(const GemmTile& t) {
+  thread_local std::vector<int32_t> pairs;
+  q8k_bsum32_pairs(t, pairs);
+  const int64_t nsb = t.cols / 256;
+  Q45KPanel* panel = panel_buffer<Q45KPanel>(static_cast<size_t>(nsb));
+  for_groups(
+      t, [&](const RowGroup& g) { q45k_decode<kFifthBit>(g, nsb, panel); },
+      [&](auto nb, int64_t r0, int64_t b0, __mmask16 mask) {
+        q45k_compute<decltype(nb)::value>(t, panel, r0, b0, mask, pairs.data());
+      });
+}
+
+// ---- Q6_K -----------------------------------------------------------------------------------
+// Unsigned codes u = q6 + 32, int8 scales per 16-element group g:
+// dot = d*dy * (sum_g sc_g * (u . q8)_g - 32 * sum_g sc_g * bsums[g]).
+
+// Per activation row and super-block, bsums as int16 pairs (g, g+2) for g = 0,1,4,5,8,9,12,13.
+void q8k_bsum16_pairs(const GemmTile& t, std::vector<int32_t>& pairs) {
+  const int64_t nsb = t.cols / 256;
+  pairs.resize(static_cast<size_t>(t.n_act * nsb * 8));
+  for (int64_t b = 0; b < t.n_act; ++b) {
+    const auto* y = reinterpret_cast<const ActQ8_K*>(t.a + b * t.a_stride);
+    for (int64_t i = 0; i < nsb; ++i) {
+      int32_t* p = &pairs[static_cast<size_t>((b * nsb + i) * 8)];
+      for (int k = 0; k < 8; ++k) {
+        const int g = 4 * (k / 2) + (k & 1);
+        p[k] = static_cast<int32_t>(
+            (static_cast<uint32_t>(y[i].bsums[g]) & 0xffff) |
+            (static_cast<uint32_t>(static_cast<uint16_t>(y[i].bsums[g + 2])) << 16));
+      }
+    }
+  }
+}
+
+// Scale of group 4*dw + k (k = 0..3) from the dword dw of the 16 scale bytes, sign-extended.
+inline __m512i scale_byte(__m512i dw, int k) {
+  switch (k) {
+    case 0:
+      return _mm512_srai_epi32(_mm512_slli_epi32(dw, 24), 24);
+    case 1:
+      return _mm512_srai_epi32(_mm512_slli_epi32(dw, 16), 24);
+    case 2:
+      return _mm512_srai_epi32(_mm512_slli_epi32(dw, 8), 24);
+    default:
+      return _mm512_srai_epi32(dw, 24);
+  }
+}
+
+struct Q6KPanel {
+  __m512i codes[8][8];  // [32-element chunk][word]; words 0-3 group 2c, 4-7 group 2c+1
+  __m512i scale[16];    // per 16-element group
+  __m512i scale_pairs[8];
+  __m512 d;
+};
+
+void q6k_decode(const RowGroup& g, int64_t nsb, Q6KPanel* panel) {
+  const __m512i low4 = _mm512_set1_epi8(0x0f), two = _mm512_set1_epi8(0x03),
+                bits45 = _mm512_set1_epi8(0x30);
+  for (int64_t i = 0; i < nsb; ++i) {
+    Q6KPanel& p = panel[i];
+    const size_t o = static_cast<size_t>(i) * 210;
+    __m512i scd[4];  // the 16 int8 scales as 4 words
+    load4x16(g, o + 192, scd);
+    p.d = gather_f16<true>(g, o + 208);
+    for (int gi = 0; gi < 16; ++gi) p.scale[gi] = scale_byte(scd[gi / 4], gi % 4);
+    // Pairs (4k, 4k+2) are the sign-extended bytes 0 and 2 of word k, (4k+1, 4k+3) bytes 1, 3.
+    for (int k = 0; k < 4; ++k) {
+      p.scale_pairs[2 * k] = _mm512_srai_epi16(_mm512_slli_epi16(scd[k], 8), 8);
+      p.scale_pairs[2 * k + 1] = _mm512_srai_epi16(scd[k], 8);
+    }
+    for (int half = 0; half < 2; ++half) {
+      __m512i ql0[8], ql1[8], qh[8];
+      for (int k = 0; k < 2; ++k) {
+        load4x16(g, o + 64 * half + 16 * k, ql0 + 4 * k);
+        load4x16(g, o + 64 * half + 32 + 16 * k, ql1 + 4 * k);
+        load4x16(g, o + 128 + 32 * half + 16 * k, qh + 4 * k);
+      }
+      for (int q = 0; q < 8; ++q) {
+        p.codes[4 * half + 0][q] = _mm512_or_si512(
+            _mm512_and_si512(ql0[q], low4), _mm512_slli_epi32(_mm512_and_si512(qh[q], two), 4));
+        p.codes[4 * half + 1][q] = _mm512_or_si512(
+            _mm512_and_si512(ql1[q], low4),
+            _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(qh[q], 2), two), 4));
+        p.codes[4 * half + 2][q] = _mm512_or_si512(
+            _mm512_and_si512(_mm512_srli_epi32(ql0[q], 4), low4), _mm512_and_si512(qh[q], bits45));
+        p.codes[4 * half + 3][q] =
+            _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(ql1[q], 4), low4),
+                            _mm512_and_si512(_mm512_srli_epi32(qh[q], 2), bits45));
+      }
+    }
+  }
+}
+
+template <int kNb>
+void q6k_compute(const GemmTile& t, const Q6KPanel* panel, int64_t r0, int64_t b0, __mmask16 mask,
+                 const int32_t* pairs) {
+  const int64_t nsb = t.cols / 256;
+  const ActQ8_K* act[kNb];
+  __m512 acc[kNb];
+  BOLTRT_UNROLL
+  for (int b = 0; b < kNb; ++b) {
+    act[b] = reinterpret_cast<const ActQ8_K*>(t.a + (b0 + b) * t.a_stride);
+    acc[b] = _mm512_setzero_ps();
+  }
+  for (int64_t i = 0; i < nsb; ++i) {
+    const Q6KPanel& p = panel[i];
+    __m512i isum[kNb];
+    BOLTRT_UNROLL
+    for (int b = 0; b < kNb; ++b) isum[b] = _mm512_setzero_si512();
+    for (int c = 0; c < 8; ++c) {
+      BOLTRT_UNROLL
+      for (int b = 0; b < kNb; ++b) {
+        const int8_t* qy = act[b][i].qs + 32 * c;
+        __m512i pa = _mm512_setzero_si512(), pb = _mm512_setzero_si512();
+        for (int q = 0; q < 4; ++q) {
+          pa = _mm512_dpbusd_epi32(pa, p.codes[c][q], bcast_i32(qy + 4 * q));
+          pb = _mm512_dpbusd_epi32(pb, p.codes[c][q + 4], bcast_i32(qy + 16 + 4 * q));
+        }
+        isum[b] =
+            _mm512_add_epi32(isum[b], _mm512_add_epi32(_mm512_mullo_epi32(pa, p.scale[2 * c]),
+                                                       _mm512_mullo_epi32(pb, p.scale[2 * c + 1])));
+      }
+    }
+    BOLTRT_UNROLL
+    for (int b = 0; b < kNb; ++b) {
+      const int32_t* bp = pairs + ((b0 + b) * nsb + i) * 8;
+      __m512i off = _mm512_setzero_si512();
+      for (int k = 0; k < 8; ++k)
+        off = _mm512_dpwssd_epi32(off, p.scale_pairs[k], _mm512_set1_epi32(bp[k]));
+      const __m512i total = _mm512_sub_epi32(isum[b], _mm512_slli_epi32(off, 5));
+      acc[b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(total),
+                               _mm512_mul_ps(p.d, _mm512_set1_ps(act[b][i].d)), acc[b]);
+    }
+  }
+  BOLTRT_UNROLL
+  for (int b = 0; b < kNb; ++b) store_rows(t, b0 + b, r0, mask, acc[b]);
+}
+
+void gemm_q6k(const GemmTile& t) {
+  thread_local std::vector<int32_t> pairs;
+  q8k_bsum16_pairs(t, pairs);
+  const int64_t nsb = t.cols / 256;
+  Q6KPanel* panel = panel_buffer<Q6KPanel>(static_cast<size_t>(nsb));
+  for_groups(
+      t, [&](const RowGroup& g) { q6k_decode(g, nsb, panel); },
+      [&](auto nb, int64_t r0, int64_t b0, __mmask16 mask) {
+        q6k_compute<decltype(nb)::value>(t, panel, r0, b0, mask, pairs.data());
+      });
+}
+
+// ---- IQ4_XS ---------------------------------------------------------------------------------
+// Codebook values + 128 per 32-element sub-block with signed scale ls - 32:
+// dot = d*dy * sum_ib (ls_ib - 32) * ((K+128) . q8 - 128 * bsum32_ib).
+
+struct IQ4XSPanel {
+  __m512i codes[8][8];
+  __m512i scale[8];
+  __m512 d;
+};
+
+void iq4xs_decode(const RowGroup& g, int64_t nsb, IQ4XSPanel* panel) {
+  const __m512i lut = lut16_plus128(kIQ4NLValues);
+  for (int64_t i = 0; i < nsb; ++i) {
+    IQ4XSPanel& p = panel[i];
+    const size_t o = static_cast<size_t>(i) * 136;
+    __m512i head[4];  // d | scales_h << 16, scales_l, (qs)
+    load4x16(g, o, head);
+    p.d = f16_lo(head[0]);
+    const __m512i sh = _mm512_srli_epi32(head[0], 16);
+    const __m512i sl = head[1];
+    for (int ib = 0; ib < 8; ++ib) {
+      const __m512i ls = _mm512_or_si512(
+          _mm512_and_si512(_mm512_srli_epi32(sl, 4 * ib), _mm512_set1_epi32(0x0f)),
+          _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(sh, 2 * ib), _mm512_set1_epi32(3)),
+                            4));
+      p.scale[ib] = _mm512_sub_epi32(ls, _mm512_set1_epi32(32));
+      __m512i raw[4];
+      load4x16(g, o + 8 + 16 * ib, raw);
+      for (int q = 0; q < 4; ++q) {
+        p.codes[ib][q] = _mm512_shuffle_epi8(lut, nibble_lo(raw[q]));
+        p.codes[ib][q + 4] = _mm512_shuffle_epi8(lut, nibble_hi(raw[q]));
+      }
+    }
+  }
+}
+
+template <int kNb>
+void iq4xs_compute(const GemmTile& t, const IQ4XSPanel* panel, int64_t r0, int64_t b0,
+                   __mmask16 mask, const int32_t* bsum32) {
+  const int64_t nsb = t.cols / 256;
+  const ActQ8_K* act[kNb];
+  __m512 acc[kNb];
+  BOLTRT_UNROLL
+  for (int b = 0; b < kNb; ++b) {
+    act[b] = reinterpret_cast<const ActQ8_K*>(t.a + (b0 + b) * t.a_stride);
+    acc[b] = _mm512_setzero_ps();
+  }
+  for (int64_t i = 0; i < nsb; ++i) {
+    const IQ4XSPanel& p = panel[i];
+    __m512i isum[kNb];
+    BOLTRT_UNROLL
+    for (int b = 0; b < kNb; ++b) isum[b] = _mm512_setzero_si512();
+    for (int ib = 0; ib < 8; ++ib) {
+      BOLTRT_UNROLL
+      for (int b = 0; b < kNb; ++b) {
+        const int8_t* qy = act[b][i].qs + 32 * ib;
+        __m512i dot = _mm512_setzero_si512();
+        for (int q = 0; q < 8; ++q)
+          dot = _mm512_dpbusd_epi32(dot, p.codes[ib][q], bcast_i32(qy + 4 * q));
+        dot = _mm512_sub_epi32(dot, _mm512_set1_epi32(128 * bsum32[((b0 + b) * nsb + i) * 8 + ib]));
+        isum[b] = _mm512_add_epi32(isum[b], _mm512_mullo_epi32(dot, p.scale[ib]));
+      }
+    }
+    BOLTRT_UNROLL
+    for (int b = 0; b < kNb; ++b) {
+      acc[b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[b]),
+                               _mm512_mul_ps(p.d, _mm512_set1_ps(act[b][i].d)), acc[b]);
+    }
+  }
+  BOLTRT_UNROLL
+  for (int b = 0; b < kNb; ++b) store_rows(t, b0 + b, r0, mask, acc[b]);
+}
+
+void gemm_iq4xs(const GemmTile& t) {
+  thread_local std::vector<int32_t> bsum32;
+  const int64_t nsb = t.cols / 256;
+  bsum32.resize(static_cast<size_t>(t.n_act * nsb * 8));
+  for (int64_t b = 0; b < t.n_act; ++b) {
+    const auto* y = reinterpret_cast<const ActQ8_K*>(t.a + b * t.a_stride);
+    for (int64_t i = 0; i < nsb; ++i) {
+      for (int k = 0; k < 8; ++k) {
+        bsum32[static_cast<size_t>((b * nsb + i) * 8 + k)] =
+            y[i].bsums[2 * k] + y[i].bsums[2 * k + 1];
+      }
+    }
+  }
+  IQ4XSPanel* panel = panel_buffer<IQ4XSPanel>(static_cast<size_t>(nsb));
+  for_groups(
+      t, [&](const RowGroup& g) { iq4xs_decode(g, nsb, panel); },
+      [&](auto nb, int64_t r0, int64_t b0, __mmask16 mask) {
+        iq4xs_compute<decltype(nb)::value>(t, panel, r0, b0, mask, bsum32.data());
+      });
+}
+
+// Below this many activation rows the one-row-at-a-time kernels (matmul_x86_kernels.h, with
+// VNNI) are faster: they need no transposes and decode is bound by memory bandwidth anyway.
+constexpr int64_t kLaneMinBatch = BOLTRT_LANE_MIN_BATCH;
+
+template <GemmFn kLanes, GgmlType kType>
+void lanes_or_rows(const GemmTile& t) {
+  static const GemmFn rows = x86_gemm(kType);
+  (t.n_act >= kLaneMinBatch ? kLanes : rows)(t);
+}
+
+}  // namespace
+
+namespace boltrt::cpu {
+
+GemmFn avx512_gemm(GgmlType type) {
+  switch (type) {
+    case GgmlType::Q4_0:
+      return &lanes_or_rows<&gemm_lanes32<LaneQ4_0, false>, GgmlType::Q4_0>;
+    case GgmlType::Q5_0:
+      return &lanes_or_rows<&gemm_lanes32<LaneQ5_0, false>, GgmlType::Q5_0>;
+    case GgmlType::Q8_0:
+      return &lanes_or_rows<&gemm_lanes32<LaneQ8_0, false>, GgmlType::Q8_0>;
+    case GgmlType::IQ4_NL:
+      return &lanes_or_rows<&gemm_lanes32<LaneIQ4_NL, false>, GgmlType::IQ4_NL>;
+    case GgmlType::MXFP4:
+      return &lanes_or_rows<&gemm_lanes32<LaneMXFP4, false>, GgmlType::MXFP4>;
+    case GgmlType::Q4_1:
+      return &lanes_or_rows<&gemm_lanes32<LaneQ4_1, true>, GgmlType::Q4_1>;
+    case GgmlType::Q5_1:
+      return &lanes_or_rows<&gemm_lanes32<LaneQ5_1, true>, GgmlType::Q5_1>;
+    case GgmlType::Q4_K:
+      return &lanes_or_rows<&gemm_q45k<false>, GgmlType::Q4_K>;
+    case GgmlType::Q5_K:
+      return &lanes_or_rows<&gemm_q45k<true>, GgmlType::Q5_K>;
+    case GgmlType::Q6_K:
+      return &lanes_or_rows<&gemm_q6k, GgmlType::Q6_K>;
+    case GgmlType::IQ4_XS:
+      return &lanes_or_rows<&gemm_iq4xs, GgmlType::IQ4_XS>;
+    default:
+      return x86_gemm(type);
+  }
+}
+
 }  // namespace boltrt::cpu

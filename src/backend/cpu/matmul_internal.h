@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "backend/cpu/matmul.h"
+#include "quant/blocks.h"
 #include "quant/ggml_type.h"
 
 namespace boltrt::cpu {
@@ -18,21 +19,9 @@ enum class ActFormat { F32, F16, BF16, Q8_0, Q8_1, Q8_K };
 
 // Activation blocks. Q8_0 and Q8_1 are quantized the way ggml's x86 CPU backend does it
 // (scale 127/amax, round to nearest even); Q8_K with ggml's reference quantizer.
-struct ActQ8_0 {
-  uint16_t d;  // fp16 scale
-  int8_t qs[32];
-};
-struct ActQ8_1 {
-  uint16_t d;  // fp16 scale
-  uint16_t s;  // fp16 of d * sum(qs)
-  int8_t qs[32];
-};
-struct ActQ8_K {
-  float d;
-  int8_t qs[256];
-  int16_t bsums[16];  // sums of qs over each 16-element group
-};
-static_assert(sizeof(ActQ8_0) == 34 && sizeof(ActQ8_1) == 36 && sizeof(ActQ8_K) == 292);
+using ActQ8_0 = BlockQ8_0;
+using ActQ8_1 = BlockQ8_1;  // s = fp16(d * sum(qs)), d the fp32 scale
+using ActQ8_K = BlockQ8_K;  // bsums: sums of qs over each 16-element group
 
 // Weight format and activation format of one matmul, or nullopt-like F32 for unsupported types.
 bool matmul_supported(GgmlType type);

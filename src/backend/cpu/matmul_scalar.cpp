@@ -8,13 +8,21 @@
 #include <cmath>
 #include <cstring>
 
-#include "backend/cpu/matmul_blocks.h"
 #include "backend/cpu/matmul_internal.h"
+#include "quant/unpack.h"
 
 namespace boltrt::cpu {
 namespace {
 
 // ---- activation conversion ------------------------------------------------------------------
+
+// ggml's nearest_int: round to nearest even through the fp32 mantissa.
+inline int nearest_int(float v) {
+  float val = v + 12582912.0f;
+  int i;
+  std::memcpy(&i, &val, 4);
+  return (i & 0x007fffff) - 0x00400000;
+}
 
 // Q8_0 as ggml's AVX/AVX2 quantize_row_q8_0 does it: d = amax/127, codes = RNE(x * 127/amax).
 void quantize_act_q8_0(const float* x, ActQ8_0* y, int64_t n) {
@@ -23,8 +31,8 @@ void quantize_act_q8_0(const float* x, ActQ8_0* y, int64_t n) {
     for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[j]));
     const float d = amax / 127.0f;
     const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
-    y[b].d = f32_to_fp16(d);
-    for (int j = 0; j < 32; ++j) y[b].qs[j] = static_cast<int8_t>(std::nearbyint(x[j] * id));
+    y[b].d = fp32_to_fp16(d);
+    for (int j = 0; j < 32; ++j) y[b].qs[j] = static_cast<int8_t>(nearest_int(x[j] * id));
   }
 }
 
@@ -35,23 +43,16 @@ void quantize_act_q8_1(const float* x, ActQ8_1* y, int64_t n) {
     for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[j]));
     const float d = amax / 127.0f;
     const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
-    y[b].d = f32_to_fp16(d);
+    y[b].d = fp32_to_fp16(d);
     int sum = 0;
     for (int j = 0; j < 32; ++j) {
-      y[b].qs[j] = static_cast<int8_t>(std::nearbyint(x[j] * id));
+      y[b].qs[j] = static_cast<int8_t>(nearest_int(x[j] * id));
       sum += y[b].qs[j];
     }
-    y[b].s = f32_to_fp16(static_cast<float>(sum) * d);
+    y[b].s = fp32_to_fp16(static_cast<float>(sum) * d);
   }
 }
 
-// ggml's nearest_int: round to nearest even through the fp32 mantissa.
-inline int nearest_int(float v) {
-  float val = v + 12582912.0f;
-  int i;
-  std::memcpy(&i, &val, 4);
-  return (i & 0x007fffff) - 0x00400000;
-}
 
 // Q8_K, ggml's reference quantizer: d = max/-127 (signed), codes RNE(x * -127/max) capped at 127.
 void quantize_act_q8_k(const float* x, ActQ8_K* y, int64_t n) {
@@ -91,13 +92,15 @@ float dot_f32(int64_t n, const float* x, const float* y) {
 
 float dot_f16(int64_t n, const uint16_t* x, const uint16_t* y) {
   double sum = 0.0;
-  for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(fp16_to_f32(x[i]) * fp16_to_f32(y[i]));
+  for (int64_t i = 0; i < n; ++i)
+    sum += static_cast<double>(fp16_to_fp32(x[i]) * fp16_to_fp32(y[i]));
   return static_cast<float>(sum);
 }
 
 float dot_bf16(int64_t n, const uint16_t* x, const uint16_t* y) {
   double sum = 0.0;
-  for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(bf16_to_f32(x[i]) * bf16_to_f32(y[i]));
+  for (int64_t i = 0; i < n; ++i)
+    sum += static_cast<double>(bf16_to_fp32(x[i]) * bf16_to_fp32(y[i]));
   return static_cast<float>(sum);
 }
 
@@ -109,7 +112,7 @@ float dot_q4_0(int64_t n, const BlockQ4_0* x, const ActQ8_0* y) {
       sumi0 += ((x[b].qs[j] & 0x0f) - 8) * y[b].qs[j];
       sumi1 += ((x[b].qs[j] >> 4) - 8) * y[b].qs[j + 16];
     }
-    sumf += static_cast<float>(sumi0 + sumi1) * fp16_to_f32(x[b].d) * fp16_to_f32(y[b].d);
+    sumf += static_cast<float>(sumi0 + sumi1) * fp16_to_fp32(x[b].d) * fp16_to_fp32(y[b].d);
   }
   return sumf;
 }
@@ -122,8 +125,8 @@ float dot_q4_1(int64_t n, const BlockQ4_1* x, const ActQ8_1* y) {
       sumi0 += (x[b].qs[j] & 0x0f) * y[b].qs[j];
       sumi1 += (x[b].qs[j] >> 4) * y[b].qs[j + 16];
     }
-    sumf += (fp16_to_f32(x[b].d) * fp16_to_f32(y[b].d)) * static_cast<float>(sumi0 + sumi1) +
-            fp16_to_f32(x[b].m) * fp16_to_f32(y[b].s);
+    sumf += (fp16_to_fp32(x[b].d) * fp16_to_fp32(y[b].d)) * static_cast<float>(sumi0 + sumi1) +
+            fp16_to_fp32(x[b].m) * fp16_to_fp32(y[b].s);
   }
   return sumf;
 }
@@ -145,7 +148,7 @@ float dot_q5_0(int64_t n, const BlockQ5_0* x, const ActQ8_0* y) {
       sumi0 += x0 * y[b].qs[j];
       sumi1 += x1 * y[b].qs[j + 16];
     }
-    sumf += (fp16_to_f32(x[b].d) * fp16_to_f32(y[b].d)) * static_cast<float>(sumi0 + sumi1);
+    sumf += (fp16_to_fp32(x[b].d) * fp16_to_fp32(y[b].d)) * static_cast<float>(sumi0 + sumi1);
   }
   return sumf;
 }
@@ -161,8 +164,8 @@ float dot_q5_1(int64_t n, const BlockQ5_1* x, const ActQ8_1* y) {
       sumi0 += x0 * y[b].qs[j];
       sumi1 += x1 * y[b].qs[j + 16];
     }
-    sumf += (fp16_to_f32(x[b].d) * fp16_to_f32(y[b].d)) * static_cast<float>(sumi0 + sumi1) +
-            fp16_to_f32(x[b].m) * fp16_to_f32(y[b].s);
+    sumf += (fp16_to_fp32(x[b].d) * fp16_to_fp32(y[b].d)) * static_cast<float>(sumi0 + sumi1) +
+            fp16_to_fp32(x[b].m) * fp16_to_fp32(y[b].s);
   }
   return sumf;
 }
@@ -172,7 +175,7 @@ float dot_q8_0(int64_t n, const BlockQ8_0* x, const ActQ8_0* y) {
   for (int64_t b = 0; b < n / 32; ++b) {
     int sumi = 0;
     for (int j = 0; j < 32; ++j) sumi += x[b].qs[j] * y[b].qs[j];
-    sumf += static_cast<float>(sumi) * (fp16_to_f32(x[b].d) * fp16_to_f32(y[b].d));
+    sumf += static_cast<float>(sumi) * (fp16_to_fp32(x[b].d) * fp16_to_fp32(y[b].d));
   }
   return sumf;
 }
@@ -180,11 +183,11 @@ float dot_q8_0(int64_t n, const BlockQ8_0* x, const ActQ8_0* y) {
 float dot_iq4_nl(int64_t n, const BlockIQ4_NL* x, const ActQ8_0* y) {
   float sumf = 0.0f;
   for (int64_t b = 0; b < n / 32; ++b) {
-    const float d = fp16_to_f32(y[b].d) * fp16_to_f32(x[b].d);
+    const float d = fp16_to_fp32(y[b].d) * fp16_to_fp32(x[b].d);
     int sumi1 = 0, sumi2 = 0;
     for (int j = 0; j < 16; ++j) {
-      sumi1 += y[b].qs[j] * kIq4nlValues[x[b].qs[j] & 0x0f];
-      sumi2 += y[b].qs[j + 16] * kIq4nlValues[x[b].qs[j] >> 4];
+      sumi1 += y[b].qs[j] * kIQ4NLValues[x[b].qs[j] & 0x0f];
+      sumi2 += y[b].qs[j + 16] * kIQ4NLValues[x[b].qs[j] >> 4];
     }
     sumf += d * static_cast<float>(sumi1 + sumi2);
   }
@@ -194,11 +197,11 @@ float dot_iq4_nl(int64_t n, const BlockIQ4_NL* x, const ActQ8_0* y) {
 float dot_mxfp4(int64_t n, const BlockMXFP4* x, const ActQ8_0* y) {
   float sumf = 0.0f;
   for (int64_t b = 0; b < n / 32; ++b) {
-    const float d = fp16_to_f32(y[b].d) * e8m0_to_f32_half(x[b].e);
+    const float d = fp16_to_fp32(y[b].d) * e8m0_to_fp32_half(x[b].e);
     int sumi1 = 0, sumi2 = 0;
     for (int j = 0; j < 16; ++j) {
-      sumi1 += y[b].qs[j] * kMxfp4Values[x[b].qs[j] & 0x0f];
-      sumi2 += y[b].qs[j + 16] * kMxfp4Values[x[b].qs[j] >> 4];
+      sumi1 += y[b].qs[j] * kMXFP4Values[x[b].qs[j] & 0x0f];
+      sumi2 += y[b].qs[j + 16] * kMXFP4Values[x[b].qs[j] >> 4];
     }
     sumf += d * static_cast<float>(sumi1 + sumi2);
   }
@@ -213,8 +216,8 @@ float dot_q2_k(int64_t n, const BlockQ2_K* x, const ActQ8_K* y) {
     const uint8_t* sc = x[i].scales;
     int summs = 0;
     for (int j = 0; j < 16; ++j) summs += y[i].bsums[j] * (sc[j] >> 4);
-    const float dall = y[i].d * fp16_to_f32(x[i].d);
-    const float dmin = y[i].d * fp16_to_f32(x[i].dmin);
+    const float dall = y[i].d * fp16_to_fp32(x[i].d);
+    const float dmin = y[i].d * fp16_to_fp32(x[i].dmin);
     int isum = 0, is = 0;
     for (int k = 0; k < 2; ++k) {
       for (int shift = 0; shift < 8; shift += 2) {
@@ -268,7 +271,7 @@ float dot_q3_k(int64_t n, const BlockQ3_K* x, const ActQ8_K* y) {
       q8 += 16;
       a += 16;
     }
-    const float d = fp16_to_f32(x[i].d) * y[i].d;
+    const float d = fp16_to_fp32(x[i].d) * y[i].d;
     for (int l = 0; l < 8; ++l) sums[l] += d * static_cast<float>(aux32[l]);
   }
   float sumf = 0.0f;
@@ -321,9 +324,9 @@ float dot_q45_k(int64_t n, const Block* x, const ActQ8_K* y) {
       q8 += 32;
       a += 32;
     }
-    const float d = fp16_to_f32(x[i].d) * y[i].d;
+    const float d = fp16_to_fp32(x[i].d) * y[i].d;
     for (int l = 0; l < 8; ++l) sums[l] += d * static_cast<float>(aux32[l]);
-    const float dmin = fp16_to_f32(x[i].dmin) * y[i].d;
+    const float dmin = fp16_to_fp32(x[i].dmin) * y[i].d;
     sumf -= dmin * static_cast<float>(sumi);
   }
   for (int l = 0; l < 8; ++l) sumf += sums[l];
@@ -356,7 +359,7 @@ float dot_q6_k(int64_t n, const BlockQ6_K* x, const ActQ8_K* y) {
       q8 += 16;
       a += 16;
     }
-    const float d = fp16_to_f32(x[i].d) * y[i].d;
+    const float d = fp16_to_fp32(x[i].d) * y[i].d;
     for (int l = 0; l < 8; ++l) sums[l] += d * static_cast<float>(aux32[l]);
   }
   float sumf = 0.0f;
@@ -367,7 +370,7 @@ float dot_q6_k(int64_t n, const BlockQ6_K* x, const ActQ8_K* y) {
 float dot_iq4_xs(int64_t n, const BlockIQ4_XS* x, const ActQ8_K* y) {
   float sumf = 0.0f;
   for (int64_t i = 0; i < n / 256; ++i) {
-    const float d4d8 = fp16_to_f32(x[i].d) * y[i].d;
+    const float d4d8 = fp16_to_fp32(x[i].d) * y[i].d;
     const uint8_t* qs = x[i].qs;
     const int8_t* q8 = y[i].qs;
     for (int ib = 0; ib < 8; ++ib) {
@@ -376,8 +379,8 @@ float dot_iq4_xs(int64_t n, const BlockIQ4_XS* x, const ActQ8_K* y) {
       const float dl = d4d8 * static_cast<float>(ls - 32);
       int sumi1 = 0, sumi2 = 0;
       for (int j = 0; j < 16; ++j) {
-        sumi1 += q8[j] * kIq4nlValues[qs[j] & 0x0f];
-        sumi2 += q8[j + 16] * kIq4nlValues[qs[j] >> 4];
+        sumi1 += q8[j] * kIQ4NLValues[qs[j] & 0x0f];
+        sumi2 += q8[j + 16] * kIQ4NLValues[qs[j] >> 4];
       }
       sumf += dl * static_cast<float>(sumi1 + sumi2);
       qs += 16;
@@ -475,12 +478,12 @@ void convert_activation_row(ActFormat format, const float* x, void* dst, int64_t
       break;
     case ActFormat::F16: {
       auto* y = static_cast<uint16_t*>(dst);
-      for (int64_t i = 0; i < n; ++i) y[i] = f32_to_fp16(x[i]);
+      for (int64_t i = 0; i < n; ++i) y[i] = fp32_to_fp16(x[i]);
       break;
     }
     case ActFormat::BF16: {
       auto* y = static_cast<uint16_t*>(dst);
-      for (int64_t i = 0; i < n; ++i) y[i] = f32_to_bf16(x[i]);
+      for (int64_t i = 0; i < n; ++i) y[i] = fp32_to_bf16(x[i]);
       break;
     }
     case ActFormat::Q8_0:
@@ -543,11 +546,13 @@ GemmFn scalar_gemm(GgmlType type) {
   case GgmlType::T:           \
     return &gemm_by_dot<&scalar_vec_dot, GgmlType::T>;
     BOLTRT_SCALAR_CASE(F32)
-    BOLTRT_SCALAR_CASE(F16) BOLTRT_SCALAR_CASE(BF16) BOLTRT_SCALAR_CASE(Q4_0)
-        BOLTRT_SCALAR_CASE(Q4_1) BOLTRT_SCALAR_CASE(Q5_0) BOLTRT_SCALAR_CASE(Q5_1)
-            BOLTRT_SCALAR_CASE(Q8_0) BOLTRT_SCALAR_CASE(IQ4_NL) BOLTRT_SCALAR_CASE(MXFP4)
-                BOLTRT_SCALAR_CASE(Q2_K) BOLTRT_SCALAR_CASE(Q3_K) BOLTRT_SCALAR_CASE(Q4_K)
-                    BOLTRT_SCALAR_CASE(Q5_K) BOLTRT_SCALAR_CASE(Q6_K) BOLTRT_SCALAR_CASE(IQ4_XS)
+    BOLTRT_SCALAR_CASE(F16)
+    BOLTRT_SCALAR_CASE(BF16)
+    BOLTRT_SCALAR_CASE(Q4_0) BOLTRT_SCALAR_CASE(Q4_1) BOLTRT_SCALAR_CASE(Q5_0)
+        BOLTRT_SCALAR_CASE(Q5_1) BOLTRT_SCALAR_CASE(Q8_0) BOLTRT_SCALAR_CASE(IQ4_NL)
+            BOLTRT_SCALAR_CASE(MXFP4) BOLTRT_SCALAR_CASE(Q2_K) BOLTRT_SCALAR_CASE(Q3_K)
+                BOLTRT_SCALAR_CASE(Q4_K) BOLTRT_SCALAR_CASE(Q5_K) BOLTRT_SCALAR_CASE(Q6_K)
+                    BOLTRT_SCALAR_CASE(IQ4_XS)
 #undef BOLTRT_SCALAR_CASE
                         default : return nullptr;
   }

@@ -17,9 +17,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
-#include "backend/cpu/matmul_blocks.h"
 #include "backend/cpu/matmul_internal.h"
+#include "quant/unpack.h"
 
 #ifndef BOLTRT_X86_VNNI
 #error "define BOLTRT_X86_VNNI before including matmul_x86_kernels.h"
@@ -28,6 +29,7 @@
 namespace {
 
 using boltrt::GgmlType;
+using namespace boltrt;
 using namespace boltrt::cpu;
 
 inline float h2f(uint16_t h) {
@@ -96,70 +98,58 @@ inline uint32_t load_u32(const uint8_t* p) {
 
 // ---- float weights --------------------------------------------------------------------------
 
-template <int kNb>
-void row_f32(int64_t n, const uint8_t* wr, const uint8_t* const* ar, float* out) {
-  const auto* w = reinterpret_cast<const float*>(wr);
-  __m256 acc[kNb];
-  for (int b = 0; b < kNb; ++b) acc[b] = _mm256_setzero_ps();
+// Float weights: 8 floats per step, kAcc independent accumulators per activation row so that
+// one row alone is not bound by the FMA latency.
+struct F32Load {
+  static __m256 weights(const uint8_t* p, int64_t i) {
+    return _mm256_loadu_ps(reinterpret_cast<const float*>(p) + i);
+  }
+  static float scalar(const uint8_t* p, int64_t i) { return reinterpret_cast<const float*>(p)[i]; }
+};
+struct F16Load {
+  static __m256 weights(const uint8_t* p, int64_t i) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(
+        reinterpret_cast<const __m128i*>(reinterpret_cast<const uint16_t*>(p) + i)));
+  }
+  static float scalar(const uint8_t* p, int64_t i) {
+    return h2f(reinterpret_cast<const uint16_t*>(p)[i]);
+  }
+};
+struct BF16Load {
+  static __m256 weights(const uint8_t* p, int64_t i) {
+    const __m128i h =
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(reinterpret_cast<const uint16_t*>(p) + i));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  }
+  static float scalar(const uint8_t* p, int64_t i) {
+    return bf16_to_fp32(reinterpret_cast<const uint16_t*>(p)[i]);
+  }
+};
+
+template <typename Load, int kNb>
+void row_float(int64_t n, const uint8_t* w, const uint8_t* const* ar, float* out) {
+  constexpr int kAcc = kNb == 1 ? 4 : kNb == 2 ? 2 : 1;
+  __m256 acc[kNb][kAcc];
+  for (int b = 0; b < kNb; ++b) {
+    for (int k = 0; k < kAcc; ++k) acc[b][k] = _mm256_setzero_ps();
+  }
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m256 wv = _mm256_loadu_ps(w + i);
-    for (int b = 0; b < kNb; ++b) {
-      acc[b] =
-          _mm256_fmadd_ps(wv, _mm256_loadu_ps(reinterpret_cast<const float*>(ar[b]) + i), acc[b]);
+  for (; i + 8 * kAcc <= n; i += 8 * kAcc) {
+    for (int k = 0; k < kAcc; ++k) {
+      const __m256 wv = Load::weights(w, i + 8 * k);
+      for (int b = 0; b < kNb; ++b)
+        acc[b][k] = _mm256_fmadd_ps(wv, Load::weights(ar[b], i + 8 * k), acc[b][k]);
     }
   }
-  for (int b = 0; b < kNb; ++b) {
-    float s = hsum(acc[b]);
-    for (int64_t j = i; j < n; ++j) s += w[j] * reinterpret_cast<const float*>(ar[b])[j];
-    out[b] = s;
-  }
-}
-
-template <int kNb>
-void row_f16(int64_t n, const uint8_t* wr, const uint8_t* const* ar, float* out) {
-  const auto* w = reinterpret_cast<const uint16_t*>(wr);
-  __m256 acc[kNb];
-  for (int b = 0; b < kNb; ++b) acc[b] = _mm256_setzero_ps();
-  int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    const __m256 wv = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + i)));
-    for (int b = 0; b < kNb; ++b) {
-      const auto* a = reinterpret_cast<const uint16_t*>(ar[b]);
-      const __m256 av = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a + i)));
-      acc[b] = _mm256_fmadd_ps(wv, av, acc[b]);
-    }
+    const __m256 wv = Load::weights(w, i);
+    for (int b = 0; b < kNb; ++b)
+      acc[b][0] = _mm256_fmadd_ps(wv, Load::weights(ar[b], i), acc[b][0]);
   }
   for (int b = 0; b < kNb; ++b) {
-    float s = hsum(acc[b]);
-    const auto* a = reinterpret_cast<const uint16_t*>(ar[b]);
-    for (int64_t j = i; j < n; ++j) s += h2f(w[j]) * h2f(a[j]);
-    out[b] = s;
-  }
-}
-
-inline __m256 bf16x8_to_ps(const uint16_t* p) {
-  const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-  return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
-}
-
-template <int kNb>
-void row_bf16(int64_t n, const uint8_t* wr, const uint8_t* const* ar, float* out) {
-  const auto* w = reinterpret_cast<const uint16_t*>(wr);
-  __m256 acc[kNb];
-  for (int b = 0; b < kNb; ++b) acc[b] = _mm256_setzero_ps();
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m256 wv = bf16x8_to_ps(w + i);
-    for (int b = 0; b < kNb; ++b) {
-      acc[b] =
-          _mm256_fmadd_ps(wv, bf16x8_to_ps(reinterpret_cast<const uint16_t*>(ar[b]) + i), acc[b]);
-    }
-  }
-  for (int b = 0; b < kNb; ++b) {
-    float s = hsum(acc[b]);
-    const auto* a = reinterpret_cast<const uint16_t*>(ar[b]);
-    for (int64_t j = i; j < n; ++j) s += bf16_to_f32(w[j]) * bf16_to_f32(a[j]);
+    for (int k = 1; k < kAcc; ++k) acc[b][0] = _mm256_add_ps(acc[b][0], acc[b][k]);
+    float s = hsum(acc[b][0]);
+    for (int64_t j = i; j < n; ++j) s += Load::scalar(w, j) * Load::scalar(ar[b], j);
     out[b] = s;
   }
 }
@@ -192,7 +182,7 @@ struct IQ4_NLDecode {
   using Block = BlockIQ4_NL;
   static __m256i codes(const Block& x) {
     const __m256i lut = _mm256_broadcastsi128_si256(
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)));
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4NLValues)));
     return _mm256_shuffle_epi8(lut, nibbles_to_bytes(x.qs));
   }
   static float scale(const Block& x) { return h2f(x.d); }
@@ -201,10 +191,10 @@ struct MXFP4Decode {
   using Block = BlockMXFP4;
   static __m256i codes(const Block& x) {
     const __m256i lut = _mm256_broadcastsi128_si256(
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(kMxfp4Values)));
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(kMXFP4Values)));
     return _mm256_shuffle_epi8(lut, nibbles_to_bytes(x.qs));
   }
-  static float scale(const Block& x) { return e8m0_to_f32_half(x.e); }
+  static float scale(const Block& x) { return e8m0_to_fp32_half(x.e); }
 };
 
 template <typename Decode, int kNb>
@@ -415,7 +405,7 @@ void row_iq4_xs(int64_t n, const uint8_t* wr, const uint8_t* const* ar, float* o
     acc[b] = _mm256_setzero_ps();
   }
   const __m256i lut =
-      _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)));
+      _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4NLValues)));
   for (int64_t i = 0; i < n / 256; ++i) {
     __m256i sumi[kNb];
     for (int b = 0; b < kNb; ++b) sumi[b] = _mm256_setzero_si256();
@@ -437,6 +427,98 @@ void row_iq4_xs(int64_t n, const uint8_t* wr, const uint8_t* const* ar, float* o
     }
   }
   for (int b = 0; b < kNb; ++b) out[b] = hsum(acc[b]);
+}
+
+// Q2_K and Q3_K: 2-bit codes (plus Q3_K's high bit) per 16-element group g with scale S_g:
+// dot = d*dy * sum_g S_g * (u . q8)_g - corr, where u is the unsigned code and corr folds in
+// Q2_K's mins (dmin*dy * sum_g m_g * bsums[g]) or Q3_K's -4 offset (4 * sum_g S_g * bsums[g]).
+
+// The 16 group scales and mins of a Q2_K block as int16 vectors.
+inline void q2k_scales(const BlockQ2_K& x, __m256i& scales, __m256i& mins) {
+  const __m256i packed =
+      _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x.scales)));
+  scales = _mm256_and_si256(packed, _mm256_set1_epi16(0x0f));
+  mins = _mm256_srli_epi16(packed, 4);
+}
+
+// The 16 6-bit Q3_K scales (already minus 32) as int16 values (quant-formats.md §5.3).
+inline void q3k_scales(const BlockQ3_K& x, int16_t* out) {
+  const uint8_t* b = x.scales;
+  for (int g = 0; g < 16; ++g) {
+    const int low = (g < 8 ? b[g] : b[g - 8] >> 4) & 15;
+    const int high = (b[8 + (g & 3)] >> (2 * (g >> 2))) & 3;
+    out[g] = static_cast<int16_t>((low | (high << 4)) - 32);
+  }
+}
+
+// sum_g v[g] * bsums[g] for 16 int16 values.
+inline int bsums_dot16(const int16_t* bsums, __m256i v) {
+  const __m256i prod = _mm256_madd_epi16(load256(bsums), v);
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(prod), _mm256_extracti128_si256(prod, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+  return _mm_cvtsi128_si32(s);
+}
+
+template <bool kQ3, int kNb>
+void row_q23_k(int64_t n, const uint8_t* wr, const uint8_t* const* ar, float* out) {
+  using Block = std::conditional_t<kQ3, BlockQ3_K, BlockQ2_K>;
+  const auto* x = reinterpret_cast<const Block*>(wr);
+  const ActQ8_K* y[kNb];
+  __m256 acc[kNb];
+  float corr[kNb];
+  for (int b = 0; b < kNb; ++b) {
+    y[b] = reinterpret_cast<const ActQ8_K*>(ar[b]);
+    acc[b] = _mm256_setzero_ps();
+    corr[b] = 0.0f;
+  }
+  const __m256i three = _mm256_set1_epi8(3);
+  for (int64_t i = 0; i < n / 256; ++i) {
+    alignas(32) int16_t sc[16];
+    __m256i mins16 = _mm256_setzero_si256();
+    if constexpr (kQ3) {
+      q3k_scales(x[i], sc);
+    } else {
+      __m256i scales16;
+      q2k_scales(x[i], scales16, mins16);
+      _mm256_store_si256(reinterpret_cast<__m256i*>(sc), scales16);
+    }
+    [[maybe_unused]] __m256i hbits;
+    if constexpr (kQ3) hbits = load256(x[i].hmask);
+    __m256i sumi[kNb];
+    for (int b = 0; b < kNb; ++b) sumi[b] = _mm256_setzero_si256();
+    for (int k = 0; k < 2; ++k) {
+      const __m256i q2 = load256(x[i].qs + 32 * k);
+      for (int j = 0; j < 4; ++j) {
+        __m256i u = _mm256_and_si256(_mm256_srli_epi16(q2, 2 * j), three);
+        if constexpr (kQ3) {
+          const __m256i bit = _mm256_set1_epi8(static_cast<char>(1 << (4 * k + j)));
+          u = _mm256_or_si256(u,
+                              _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hbits, bit), bit),
+                                               _mm256_set1_epi8(4)));
+        }
+        const int g = 8 * k + 2 * j;
+        const __m256i scale = _mm256_set_m128i(_mm_set1_epi16(sc[g + 1]), _mm_set1_epi16(sc[g]));
+        for (int b = 0; b < kNb; ++b) {
+          const __m256i p = _mm256_maddubs_epi16(u, load256(y[b][i].qs + 128 * k + 32 * j));
+          sumi[b] = madd16(sumi[b], p, scale);
+        }
+      }
+    }
+    const float d = h2f(x[i].d);
+    for (int b = 0; b < kNb; ++b) {
+      const float dy = y[b][i].d;
+      acc[b] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi[b]), _mm256_set1_ps(d * dy), acc[b]);
+      if constexpr (kQ3) {
+        const int offset =
+            4 * bsums_dot16(y[b][i].bsums, _mm256_load_si256(reinterpret_cast<const __m256i*>(sc)));
+        corr[b] += d * dy * static_cast<float>(offset);
+      } else {
+        corr[b] += h2f(x[i].dmin) * dy * static_cast<float>(bsums_dot16(y[b][i].bsums, mins16));
+      }
+    }
+  }
+  for (int b = 0; b < kNb; ++b) out[b] = hsum(acc[b]) - corr[b];
 }
 
 // ---- tiling ---------------------------------------------------------------------------------
@@ -473,11 +555,11 @@ void gemm_tiled(const GemmTile& t) {
 GemmFn x86_gemm(GgmlType type) {
   switch (type) {
     case GgmlType::F32:
-      return BOLTRT_GEMM(row_f32, );
+      return BOLTRT_GEMM(row_float, F32Load, );
     case GgmlType::F16:
-      return BOLTRT_GEMM(row_f16, );
+      return BOLTRT_GEMM(row_float, F16Load, );
     case GgmlType::BF16:
-      return BOLTRT_GEMM(row_bf16, );
+      return BOLTRT_GEMM(row_float, BF16Load, );
     case GgmlType::Q4_0:
       return BOLTRT_GEMM(row_signed32, Q4_0Decode, );
     case GgmlType::Q5_0:
@@ -500,6 +582,10 @@ GemmFn x86_gemm(GgmlType type) {
       return BOLTRT_GEMM(row_q6_k, );
     case GgmlType::IQ4_XS:
       return BOLTRT_GEMM(row_iq4_xs, );
+    case GgmlType::Q2_K:
+      return BOLTRT_GEMM(row_q23_k, false, );
+    case GgmlType::Q3_K:
+      return BOLTRT_GEMM(row_q23_k, true, );
     default:
       return nullptr;
   }
