@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <limits>
 #include <string>
@@ -16,6 +17,7 @@
 #include "model/gemma4.h"
 #include "model/gemma4_synth.h"
 #include "model/synth_weights.h"
+#include "runtime/kv_cache.h"
 #include "support/paths.h"
 #include "util/error.h"
 
@@ -472,6 +474,92 @@ TEST(DFlashForward, RejectsBadBlocks) {
   EXPECT_THROW(d->draft(block.data(), 1, kv, logits.data(), nullptr), Error);
   block[1] = 512;
   EXPECT_THROW(d->draft(block.data(), 3, kv, logits.data(), nullptr), Error);
+}
+
+}  // namespace
+}  // namespace boltrt
+
+namespace boltrt {
+namespace {
+
+// llama.cpp parity: tests/data/dflash/golden.bin holds llama.cpp v0.4.0's draft logits for block
+// slots 1..7 on the same synthetic pair (made by tests/data/dflash/make_golden.sh), plus the target
+// hidden states llama.cpp tapped for the prompt. Feeding those taps to our draft must reproduce
+// its logits and hence its proposals.
+TEST(DFlashParity, MatchesLlamaCppDraftLogits) {
+  const std::string path = test::source_dir() + "/tests/data/dflash/golden.bin";
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  ASSERT_NE(f, nullptr) << path;
+  int32_t h[6];
+  ASSERT_EQ(std::fread(h, sizeof(h), 1, f), 1u);
+  const int32_t n_ctx = h[0], n_taps = h[1], n_embd = h[2], n_block = h[3], n_vocab = h[4],
+                last_token = h[5];
+  std::vector<int32_t> prompt(static_cast<size_t>(n_ctx));
+  std::vector<float> taps(static_cast<size_t>(n_ctx * n_taps * n_embd));
+  std::vector<float> want(static_cast<size_t>((n_block - 1) * n_vocab));
+  ASSERT_EQ(std::fread(prompt.data(), 4, prompt.size(), f), prompt.size());
+  ASSERT_EQ(std::fread(taps.data(), 4, taps.size(), f), taps.size());
+  ASSERT_EQ(std::fread(want.data(), 4, want.size(), f), want.size());
+  std::fclose(f);
+
+  auto d = DFlashDraft::load(synth_draft("parity"), target());
+  ASSERT_EQ(d->config().n_taps(), n_taps);
+  ASSERT_EQ(d->config().n_embd, n_embd);
+  ASSERT_EQ(target().config().n_vocab, n_vocab);
+
+  // The target's greedy token after the prompt is the block's anchor in llama.cpp too.
+  {
+    KvCache kv(target().kv_layout(), 64, 16, KvType::F16);
+    Gemma4Workspace ws;
+    std::vector<float> logits(static_cast<size_t>(n_vocab));
+    target().forward(prompt.data(), n_ctx, 0, kv, ws, nullptr, logits.data(), false);
+    EXPECT_EQ(std::max_element(logits.begin(), logits.end()) - logits.begin(), last_token);
+  }
+
+  std::vector<float> got(want.size());
+  d->forward(taps.data(), n_ctx, last_token, n_block, got.data(), nullptr);
+  double max_err = 0, max_abs = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    max_err = std::max(max_err, static_cast<double>(std::abs(got[i] - want[i])));
+    max_abs = std::max(max_abs, static_cast<double>(std::abs(want[i])));
+  }
+  for (int32_t s = 0; s + 1 < n_block; ++s) {
+    const float* g = got.data() + s * n_vocab;
+    const float* w = want.data() + s * n_vocab;
+    EXPECT_EQ(std::max_element(g, g + n_vocab) - g, std::max_element(w, w + n_vocab) - w)
+        << "slot " << s + 1;
+  }
+  std::printf("draft logits vs llama.cpp: max |err| %.3g (max |logit| %.3g)\n", max_err, max_abs);
+  EXPECT_LT(max_err, 2e-3 * max_abs);
+}
+
+}  // namespace
+}  // namespace boltrt
+
+namespace boltrt {
+namespace {
+
+TEST(DFlashCli, SynthDraftWritesADraftThatFitsItsTarget) {
+  const std::string dir = test::scratch_dir("dflash_cli");
+  std::string out;
+  ASSERT_EQ(test::run_command(test::cli_path() + " synth --preset tiny -o " + dir + "/t.gguf && " +
+                                  test::cli_path() + " synth-draft --dflash-for " + dir +
+                                  "/t.gguf --taps 0 4 --block-size 4 -o " + dir + "/d.gguf",
+                              &out),
+            0)
+      << out;
+  auto t = Gemma4Model::load(dir + "/t.gguf");
+  auto d = DFlashDraft::load(dir + "/d.gguf", *t);
+  EXPECT_EQ(d->config().target_layers, (std::vector<int32_t>{1, 5}));
+  EXPECT_EQ(d->config().block_size, 4);
+  ASSERT_NE(d->file().get_array("tokenizer.ggml.tokens"), nullptr);  // copied for llama.cpp
+  EXPECT_EQ(d->file().get_array("tokenizer.ggml.tokens")->items.size(), 512u);
+
+  EXPECT_EQ(test::run_command(test::cli_path() + " synth-draft --dflash-for " + dir +
+                                  "/missing.gguf -o " + dir + "/x.gguf",
+                              &out),
+            1);
+  EXPECT_NE(out.find("boltrt: error: "), std::string::npos) << out;
 }
 
 }  // namespace

@@ -46,6 +46,13 @@ void write_dflash_synth(const boltrt::Gemma4Config& target, const DFlashSynthOpt
   std::vector<int32_t> stored;
   for (int32_t id : ids) stored.push_back(id + 1);  // llama.cpp taps layer inputs
   w.set_array_i32("dflash.target_layers", stored);
+  if (o.tokenizer_from) {
+    for (const gguf::KeyValue& kv : o.tokenizer_from->metadata()) {
+      if (kv.key.starts_with("tokenizer.") && kv.key != "tokenizer.ggml.mask_token_id") {
+        w.set(kv.key, kv.value);
+      }
+    }
+  }
   w.set_u32("tokenizer.ggml.mask_token_id", static_cast<uint32_t>(mask));
 
   // Weights: one PRNG stream per tensor; matrices ~N(0, 1/in), norms ~1 +- 0.1.

@@ -8,6 +8,10 @@
 
 #include "model/gemma4.h"
 
+namespace boltrt::gguf {
+class File;
+}
+
 namespace boltrt::model {
 
 struct DFlashSynthOptions {
@@ -23,6 +27,9 @@ struct DFlashSynthOptions {
   int32_t mask_token = -1;    // -1: the target's last token id
   int64_t n_vocab_draft = 0;  // > 0: reduced vocabulary (own output head + d2t)
   uint64_t seed = 1;
+  // Copy the tokenizer.* keys from this file (the target), as llama.cpp's converter does; needed
+  // for llama.cpp to load the draft. Null: no tokenizer keys besides the mask token.
+  const gguf::File* tokenizer_from = nullptr;
 };
 
 // Writes the draft to `path`. Throws boltrt::Error on bad options or I/O failure.
