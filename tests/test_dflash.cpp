@@ -483,9 +483,10 @@ namespace boltrt {
 namespace {
 
 // llama.cpp parity: tests/data/dflash/golden.bin holds llama.cpp v0.4.0's draft logits for block
-// slots 1..7 on the same synthetic pair (made by tests/data/dflash/make_golden.sh), plus the target
-// hidden states llama.cpp tapped for the prompt. Feeding those taps to our draft must reproduce
-// its logits and hence its proposals.
+// slots 1..7 on the same synthetic pair (made by tests/data/dflash/make_golden.sh; the draft
+// context uses an f32 K/V cache without flash attention, so only the graph's math is compared),
+// plus the target hidden states llama.cpp tapped for the prompt. Feeding those taps to our draft
+// must reproduce its logits and hence its proposals.
 TEST(DFlashParity, MatchesLlamaCppDraftLogits) {
   const std::string path = test::source_dir() + "/tests/data/dflash/golden.bin";
   std::FILE* f = std::fopen(path.c_str(), "rb");
@@ -530,7 +531,9 @@ TEST(DFlashParity, MatchesLlamaCppDraftLogits) {
         << "slot " << s + 1;
   }
   std::printf("draft logits vs llama.cpp: max |err| %.3g (max |logit| %.3g)\n", max_err, max_abs);
-  EXPECT_LT(max_err, 2e-3 * max_abs);
+  // f32 K/V and no flash attention on both sides: 2.5e-6 measured (with llama.cpp's default
+  // f16 cache + CPU flash attention the same comparison gives 3.4e-3).
+  EXPECT_LT(max_err, 1e-5 * max_abs);
 }
 
 }  // namespace

@@ -76,8 +76,13 @@ int main(int argc, char** argv) {
     }
   }
 
+  // Draft context with an f32 K/V cache and no flash attention, so the golden holds the draft
+  // graph's math at f32 (the default f16 cache + CPU flash attention add ~1e-3 relative noise).
   llama_context_params dp = cp;
   dp.ctx_other = ctx_tgt;
+  dp.type_k = GGML_TYPE_F32;
+  dp.type_v = GGML_TYPE_F32;
+  dp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
   llama_context* ctx_dft = llama_init_from_model(draft, dp);
   if (!ctx_dft) die("cannot create the draft context");
   llama_set_causal_attn(ctx_dft, false);
