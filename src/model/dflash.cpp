@@ -277,6 +277,7 @@ DFlashDraft::DFlashDraft(std::unique_ptr<gguf::File> file, const Gemma4Model& ta
 // ---------------------------------------------------------------------------------------------
 
 void DFlashKv::truncate(int64_t n) {
+  if (n < 0) fail("dflash: cannot truncate the draft cache to {} rows", n);
   if (n >= n_rows) return;
   const int64_t dropped = n_rows - n;
   for (size_t il = 0; il < k.size(); ++il) {
