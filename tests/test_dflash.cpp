@@ -128,7 +128,9 @@ TEST(DFlashLoad, EachMissingKeyIsOneClearError) {
       {"general.architecture",
        "draft.gguf: general.architecture is '', expected 'dflash' (a DFlash draft model)"},
   };
-  for (const auto& [key, message] : cases) {
+  for (const auto& entry : cases) {
+    const std::string& key = entry.first;  // not a structured binding: clang 14 cannot capture it
+    const std::string& message = entry.second;
     std::vector<uint8_t> bytes;
     auto edited = rewrite(
         *file, bytes, [&](gguf::KeyValue& kv) { return kv.key != key; }, keep_tensor);
