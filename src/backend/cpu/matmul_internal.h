@@ -14,7 +14,9 @@
 
 namespace boltrt::cpu {
 
-// What the f32 activations become before the dot products (ggml's vec_dot_type).
+// What the f32 activations become before the dot products (ggml's vec_dot_type). F16 and BF16
+// activations are rounded to that format but kept as f32 values (exact), which the kernels can
+// use without converting again for every weight row.
 enum class ActFormat { F32, F16, BF16, Q8_0, Q8_1, Q8_K };
 
 // Activation blocks. Q8_0 and Q8_1 are quantized the way ggml's x86 CPU backend does it
