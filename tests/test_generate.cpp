@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <functional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -278,6 +279,18 @@ TEST(Generate, ReusesTheCachedPrefix) {
   EXPECT_EQ(f.model.context().front(), 6);
 }
 
+TEST(Generate, StartsOverWhenTheCacheCannotRollBackFarEnough) {
+  Fixture f(kWords, {}, 0);
+  f.model.next = [](const std::vector<int32_t>&) { return kEnd; };
+  f.model.max_rollback = 2;
+  f.run({6, 6, 6, 6, 6, 6});
+  f.model.decode_sizes.clear();
+  const auto result = f.run({6, 5});  // common prefix 1: a rollback of 5 is refused
+  EXPECT_EQ(result.stats.n_prompt_evaluated, 2);
+  EXPECT_EQ(f.model.context(), (std::vector<int32_t>{6, 5}));
+  EXPECT_EQ(f.generator->cached_tokens(), (std::vector<int32_t>{6, 5}));
+}
+
 TEST(Generate, IgnoreEndOfGenerationMasksEndTokens) {
   Fixture f(kWords, {1, kEnd}, 1);
   f.model.runner_up = [](const std::vector<int32_t>&) { return 5; };
@@ -310,6 +323,9 @@ class ForcingController : public TokenController {
     if (forced) --pending;
   }
   bool must_continue() const override { return pending > 0; }
+  std::unique_ptr<TokenController> clone() const override {
+    return std::make_unique<ForcingController>(*this);
+  }
 };
 
 TEST(Generate, ControllerEditsLogitsAndForcesTokens) {
@@ -347,6 +363,51 @@ TEST(Generate, SamplerSeesThePromptForPenalties) {
   options.max_tokens = 1;
   EXPECT_EQ(generator.generate(std::vector<int32_t>{1}, options).tokens, (std::vector<int32_t>{2}));
   EXPECT_EQ(generator.generate(std::vector<int32_t>{3}, options).tokens, (std::vector<int32_t>{1}));
+}
+
+}  // namespace
+}  // namespace boltrt
+
+namespace boltrt {
+namespace {
+
+// Property: however the bytes are split into pieces, the stream releases the same text as
+// decoding everything at once and cutting at the first stop string, and it never releases a
+// partial character.
+TEST(TextStream, AnySplitGivesTheWholeTextDecoding) {
+  std::mt19937 rng(12345);
+  const std::vector<std::string> alphabet = {
+      "a",    "b",    "\n",          "\xC3\xA9", "\xE2\x82\xAC", "\xF0\x9F\x98\x80",
+      "\xFF", "\xC3", "\xED\xA0\x80"};
+  const std::vector<std::string> stops = {"ab\n", "\xC3\xA9\xC3\xA9", "b\xE2\x82\xAC"};
+  for (int trial = 0; trial < 3000; ++trial) {
+    std::string bytes;
+    const int n = static_cast<int>(rng() % 24);
+    for (int i = 0; i < n; ++i) bytes += alphabet[rng() % alphabet.size()];
+    std::string whole;
+    decode_utf8_replacing(bytes, true, whole);
+    std::vector<std::string> active;
+    if (trial % 2 == 0) active = stops;
+    size_t cut = std::string::npos;
+    for (const auto& s : active) cut = std::min(cut, whole.find(s));
+    const std::string expected = cut == std::string::npos ? whole : whole.substr(0, cut);
+
+    TextStream stream(active);
+    std::string released;
+    size_t at = 0;
+    while (at < bytes.size()) {
+      const size_t len = 1 + rng() % 4;
+      const std::string chunk = stream.push(std::string_view(bytes).substr(at, len));
+      std::string check;
+      ASSERT_EQ(decode_utf8_replacing(chunk, true, check), chunk.size());
+      ASSERT_EQ(check, chunk) << "released an invalid or partial character";
+      released += chunk;
+      at += len;
+    }
+    released += stream.finish();
+    ASSERT_EQ(released, expected) << "trial " << trial;
+    ASSERT_EQ(stream.stopped(), cut != std::string::npos);
+  }
 }
 
 }  // namespace

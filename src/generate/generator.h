@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -73,6 +74,9 @@ class TokenController {
   // True while the controller still has tokens to force (e.g. a closing sequence): the loop
   // then goes past max_tokens to finish it, so an answer is never cut inside a marker.
   virtual bool must_continue() const { return false; }
+  // A copy of the current state: speculative decoding walks drafted tokens through a scratch
+  // copy and commits only the accepted prefix (shared/docs/reasoning.md, B9).
+  virtual std::unique_ptr<TokenController> clone() const = 0;
 };
 
 struct GenerationOptions {

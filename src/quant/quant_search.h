@@ -46,6 +46,16 @@ float make_qkx2_quants(int n, int nmax, const float* x, const float* weights, ui
                        float* the_min, uint8_t* Laux, float rmin, float rdelta, int nstep,
                        bool use_mad);
 
+// §4.3 (imatrix paths): as make_qkx2_quants, except that weights == nullptr means w = x^2 and
+// a group with max <= min returns early.
+float make_qkx3_quants(int n, int nmax, const float* x, const float* weights, uint8_t* L,
+                       float* the_min, uint8_t* Laux, float rmin, float rdelta, int nstep,
+                       bool use_mad);
+
+// §4.4: unsigned codes (0..nmax) for the non-negative values x (group scales or mins) with
+// importance weights; returns the scale.
+float make_qp_quants(int n, int nmax, const float* x, uint8_t* L, const float* weights);
+
 // §6.1: index of the nearest IQ4_NL code book entry to v (ties go to the upper entry).
 int best_index_iq4nl(float v);
 

@@ -4,15 +4,14 @@
 #pragma once
 #include <fmt/format.h>
 
+#include <boltrt/error.h>
+
 #include <stdexcept>
 #include <string>
 
 namespace boltrt {
 
-class Error : public std::runtime_error {
- public:
-  explicit Error(const std::string& message) : std::runtime_error(message) {}
-};
+// The class itself is public (include/boltrt/error.h): library users catch the same type.
 
 // fail("{}: tensor '{}' has shape {}", path, name, shape) — format and throw.
 template <typename... Args>

@@ -1,0 +1,20 @@
+// Decode GEMV over quantized weights (batch 1..8): see gemv_quant.cu.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace boltrt::kernels {
+
+inline constexpr int kGemvMaxBatch = 8;
+
+// True for the ggml type ids the kernel handles (Q4_0, Q8_0, Q4_K, Q5_K, Q6_K).
+bool gemv_quant_supported(uint32_t ggml_type);
+
+// y[b * rows + r] = sum_k W[r, k] * x[b * cols + k]; all pointers in device memory.
+cudaError_t launch_gemv_quant(uint32_t ggml_type, const void* w, int64_t rows, int64_t cols,
+                              size_t row_stride, const float* x, int batch, float* y,
+                              cudaStream_t stream);
+
+}  // namespace boltrt::kernels

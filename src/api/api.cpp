@@ -1,0 +1,308 @@
+// The public API over the engine: Model = ModelBackend, Session = one sequence + Generator.
+#include "api/api_internal.h"  // first: it orders the engine and public headers
+
+namespace boltrt {
+inline namespace api {
+namespace {
+
+using EngineFinish = engine::FinishReason;
+
+// A sequence whose model calls take the model's lock, for backends whose forward pass must not
+// run on two threads at once.
+class LockedSequence : public LanguageModel {
+ public:
+  LockedSequence(std::unique_ptr<LanguageModel> inner, std::mutex& mutex)
+      : inner_(std::move(inner)), mutex_(mutex) {}
+  int64_t n_vocab() const override { return inner_->n_vocab(); }
+  int64_t n_ctx() const override { return inner_->n_ctx(); }
+  int64_t n_past() const override { return inner_->n_past(); }
+  std::span<const float> decode(std::span<const int32_t> tokens, bool all_logits) override {
+    std::lock_guard lock(mutex_);
+    return inner_->decode(tokens, all_logits);
+  }
+  void rollback(int64_t n_past) override {
+    std::lock_guard lock(mutex_);
+    inner_->rollback(n_past);
+  }
+
+ private:
+  std::unique_ptr<LanguageModel> inner_;
+  std::mutex& mutex_;
+};
+
+FinishReason public_reason(EngineFinish reason) {
+  switch (reason) {
+    case EngineFinish::kEndOfGeneration:
+      return FinishReason::kEndOfGeneration;
+    case EngineFinish::kStopString:
+      return FinishReason::kStop;
+    case EngineFinish::kMaxTokens:
+      return FinishReason::kLength;
+    case EngineFinish::kContextFull:
+      return FinishReason::kContextFull;
+    case EngineFinish::kCancelled:
+      return FinishReason::kCancelled;
+  }
+  return FinishReason::kCancelled;
+}
+
+using Json = nlohmann::ordered_json;
+
+// Messages and tools in OpenAI chat JSON, the form the chat formats take.
+Json messages_json(std::span<const Message> messages) {
+  Json out = Json::array();
+  for (const Message& m : messages) {
+    Json turn = {{"role", m.role}, {"content", m.content}};
+    if (!m.reasoning.empty()) turn["reasoning_content"] = m.reasoning;
+    if (!m.tool_call_id.empty()) turn["tool_call_id"] = m.tool_call_id;
+    if (!m.tool_calls.empty()) {
+      turn["tool_calls"] = Json::array();
+      for (const ToolCall& call : m.tool_calls) {
+        turn["tool_calls"].push_back(
+            {{"id", call.id},
+             {"type", "function"},
+             {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
+      }
+    }
+    out.push_back(std::move(turn));
+  }
+  return out;
+}
+
+Json tools_json(std::span<const Tool> tools) {
+  if (tools.empty()) return Json();
+  Json out = Json::array();
+  for (size_t i = 0; i < tools.size(); ++i) {
+    const Tool& t = tools[i];
+    if (t.name.empty()) fail("tools[{}]: the name is empty", i);
+    Json parameters = Json::parse(t.parameters.empty() ? "{}" : t.parameters, nullptr, false);
+    if (parameters.is_discarded())
+      fail("tools[{}] ('{}'): parameters are not valid JSON", i, t.name);
+    out.push_back(
+        {{"type", "function"},
+         {"function",
+          {{"name", t.name}, {"description", t.description}, {"parameters", parameters}}}});
+  }
+  return out;
+}
+
+SamplerConfig engine_sampling(const ModelBackend& backend, const Sampling& s) {
+  const Sampling defaults;
+  SamplerConfig c = backend.sampling_defaults(SamplerConfig{});
+  // A field left at the public default keeps the file's value (general.sampling.*).
+  if (s.temperature != defaults.temperature) c.temperature = s.temperature;
+  if (s.top_k != defaults.top_k) c.top_k = s.top_k;
+  if (s.top_p != defaults.top_p) c.top_p = s.top_p;
+  if (s.min_p != defaults.min_p) c.min_p = s.min_p;
+  c.repeat_penalty = s.repeat_penalty;
+  c.frequency_penalty = s.frequency_penalty;
+  c.presence_penalty = s.presence_penalty;
+  c.seed = s.seed;
+  c.validate();
+  return c;
+}
+
+}  // namespace
+
+const char* version() {
+  return "0.1.0";
+}
+
+const char* to_string(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::kEndOfGeneration:
+      return "eog";
+    case FinishReason::kStop:
+      return "stop";
+    case FinishReason::kLength:
+      return "length";
+    case FinishReason::kContextFull:
+      return "context_full";
+    case FinishReason::kCancelled:
+      return "cancelled";
+  }
+  return "unknown";
+}
+
+// ---- Model ------------------------------------------------------------------------------------
+
+Model::Model(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {
+  if (!impl_ || !impl_->backend) fail("Model: no implementation");
+}
+Model::~Model() = default;
+
+std::shared_ptr<const Model> wrap_model_backend(std::shared_ptr<ModelBackend> backend) {
+  auto impl = std::make_shared<Model::Impl>();
+  impl->architecture = backend->architecture();
+  impl->backend = std::move(backend);
+  return std::make_shared<const Model>(std::move(impl));
+}
+
+std::shared_ptr<const Model> Model::load(const std::string& path, const ModelOptions& options) {
+  BackendOptions o;
+  switch (options.device) {
+    case Device::kAuto:
+      o.device = "auto";
+      break;
+    case Device::kCpu:
+      o.device = "cpu";
+      break;
+    case Device::kCuda:
+      o.device = "cuda";
+      break;
+  }
+  if (options.threads < 0) fail("ModelOptions.threads {} is negative", options.threads);
+  if (options.context < 1) fail("ModelOptions.context {} must be positive", options.context);
+  o.threads = options.threads;
+  o.context = options.context;
+  o.kv_type = options.kv_type == KvCacheType::kF32    ? "f32"
+              : options.kv_type == KvCacheType::kQ8_0 ? "q8_0"
+                                                      : "f16";
+  o.draft = options.draft;
+  return wrap_model_backend(open_model_backend(path, o));
+}
+
+const std::string& Model::architecture() const {
+  return impl_->architecture;
+}
+int64_t Model::vocab_size() const {
+  return impl_->backend->n_vocab();
+}
+int64_t Model::context() const {
+  return impl_->backend->n_ctx();
+}
+bool Model::has_chat_template() const {
+  return impl_->backend->has_chat_template();
+}
+
+// ---- Session ----------------------------------------------------------------------------------
+
+struct Session::State {
+  std::shared_ptr<const Model> model;
+  ModelBackend* backend = nullptr;
+  std::unique_ptr<LanguageModel> sequence;
+  std::unique_ptr<Generator> generator;
+};
+
+Session::Session(std::shared_ptr<const Model> model) : state_(std::make_unique<State>()) {
+  if (!model) fail("Session: the model is null");
+  State& s = *state_;
+  s.model = std::move(model);
+  Model::Impl& impl = *s.model->impl_;
+  s.backend = impl.backend.get();
+  s.sequence = s.backend->new_sequence();
+  if (!s.backend->concurrent_decode())
+    s.sequence = std::make_unique<LockedSequence>(std::move(s.sequence), impl.decode_mutex);
+  s.generator = std::make_unique<Generator>(*s.sequence, s.backend->vocab(),
+                                            s.backend->sampling_defaults(SamplerConfig{}));
+}
+
+Session::~Session() = default;
+Session::Session(Session&&) noexcept = default;
+Session& Session::operator=(Session&&) noexcept = default;
+
+const std::shared_ptr<const Model>& Session::model() const {
+  if (!state_) fail("Session: used after a move");
+  return state_->model;
+}
+
+std::vector<int32_t> Session::tokenize(std::string_view text, bool add_special) const {
+  if (!state_) fail("Session: used after a move");
+  return state_->backend->tokenize(text, add_special);
+}
+
+std::string Session::detokenize(std::span<const int32_t> tokens) const {
+  if (!state_) fail("Session: used after a move");
+  const ModelBackend& backend = *state_->backend;
+  std::string bytes;
+  for (int32_t id : tokens) {
+    if (id < 0 || id >= backend.n_vocab())
+      fail("detokenize: token {} is outside the vocabulary of {}", id, backend.n_vocab());
+    bytes += backend.vocab().piece(id);
+  }
+  std::string text;
+  decode_utf8_replacing(bytes, /*final=*/true, text);
+  return text;
+}
+
+std::string Session::apply_chat_template(std::span<const Message> messages,
+                                         const ChatTemplateOptions& options) const {
+  if (!state_) fail("Session: used after a move");
+  const ModelBackend& backend = *state_->backend;
+  if (!backend.has_chat_template()) fail("this model has no chat template");
+  if (!options.add_generation_prompt)
+    fail("apply_chat_template: add_generation_prompt = false is not supported yet");
+  return backend
+      .render_chat_json(messages_json(messages), tools_json(options.tools), options.thinking)
+      .text;
+}
+
+Result Session::generate(const Request& request, const TokenCallback& on_token) {
+  if (!state_) fail("Session: used after a move");
+  State& s = *state_;
+  const ModelBackend& backend = *s.backend;
+  if (request.prompt.empty() && request.messages.empty())
+    fail("generate: the request has neither a prompt nor messages");
+  if (!request.tools.empty() && request.messages.empty())
+    fail("generate: tools need chat messages");
+  if (request.reasoning_budget < -1)
+    fail("generate: reasoning_budget {} must be >= -1", request.reasoning_budget);
+  // Thinking is on when asked for; a budget of 0 means no thinking tokens at all.
+  const bool thinking = request.reasoning == Reasoning::kOn && request.reasoning_budget != 0;
+
+  const Json tools = tools_json(request.tools);
+  const PreparedPrompt prepared = prepare_prompt(
+      backend, request.prompt, request.messages.empty() ? Json() : messages_json(request.messages),
+      tools, thinking);
+  const std::vector<int32_t>& prompt = prepared.tokens;
+  s.generator->sampler() = Sampler(engine_sampling(backend, request.sampling));
+
+  const auto markers = backend.reasoning_markers();
+  ReplySplitter splitter(markers, ReplySplitter::prompt_opens_reasoning(prompt, markers));
+  GenerationOptions options;
+  options.max_tokens = request.max_tokens;
+  options.stop_strings = request.stop;
+  std::string released;
+  options.on_token = [&](const TokenEvent& event) {
+    const auto pieces = splitter.push(event.token, event.piece);
+    if (!on_token) return true;
+    released.clear();
+    bool reasoning = splitter.channel() == ReplySplitter::Channel::kReasoning;
+    for (const auto& piece : pieces) {
+      released += piece.text;
+      reasoning = piece.channel == ReplySplitter::Channel::kReasoning;
+    }
+    return on_token(TokenInfo{event.token, released, reasoning, event.index});
+  };
+  GenerationResult generated = s.generator->generate(prompt, options);
+  const ParsedReply reply = backend.parse_reply(prompt, prepared.chat, tools, generated);
+
+  Result result;
+  result.text = std::move(generated.text);
+  result.reasoning = reply.reasoning;
+  result.content = reply.content;
+  for (const auto& call : reply.tool_calls)
+    result.tool_calls.push_back({call.id, call.name, call.arguments});
+  result.tokens = std::move(generated.tokens);
+  result.finish_reason = public_reason(generated.finish_reason);
+  const GenerationStats& g = generated.stats;
+  Statistics& st = result.stats;
+  st.prompt_tokens = g.n_prompt_tokens;
+  st.prompt_evaluated = g.n_prompt_evaluated;
+  st.generated_tokens = g.n_tokens;
+  st.reasoning_tokens = reply.reasoning_tokens;
+  st.time_to_first_token_ms = g.ttft_ms;
+  st.prompt_ms = g.prompt_ms;
+  st.generation_ms = g.generation_ms;
+  st.prompt_tokens_per_second = g.prompt_tokens_per_second;
+  st.tokens_per_second = g.tokens_per_second;
+  return result;
+}
+
+void Session::reset() {
+  if (!state_) fail("Session: used after a move");
+  state_->generator->reset();
+}
+
+}  // namespace api
+}  // namespace boltrt

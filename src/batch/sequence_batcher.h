@@ -1,0 +1,112 @@
+// Continuous batching for `boltrt batch --parallel N`.
+//
+// Every in-flight request runs the ordinary generation loop (Generator) on its own thread, over
+// a SlotModel: a LanguageModel whose decode() does not compute anything itself but posts its
+// tokens to the SequenceBatcher and waits. When every participating thread is waiting, the
+// last one to arrive runs ONE MultiSequenceModel::decode over all their tokens (new prompts'
+// prefill chunks and running sequences' single tokens mixed), then wakes them. Sampling, stop
+// strings and reasoning control stay in the threads and run in parallel; requests join and
+// leave between steps (continuous batching).
+//
+// Whether the weights are read once per step for all sequences depends on the
+// MultiSequenceModel: InterleavedSessions (N independent sessions, run one after another) does
+// not share them; a model with a real multi-sequence forward does.
+#pragma once
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <vector>
+
+#include "runtime/language_model.h"
+
+namespace boltrt::batch {
+
+// One sequence's share of a batched decode step.
+struct DecodeItem {
+  int slot = 0;                     // which sequence (0 .. n_slots()-1)
+  std::span<const int32_t> tokens;  // appended at that sequence's n_past
+  bool all_logits = false;          // logits of every token instead of only the last
+  std::span<const float> logits;    // out: valid until this slot's next decode
+  std::exception_ptr error;         // out: set when this item failed (others may succeed)
+};
+
+// Several sequences (slots) of one model, each with its own KV cache.
+class MultiSequenceModel {
+ public:
+  virtual ~MultiSequenceModel() = default;
+  virtual int n_slots() const = 0;
+  virtual int64_t n_vocab() const = 0;
+  virtual int64_t n_ctx() const = 0;  // per slot
+  virtual int64_t n_past(int slot) const = 0;
+  virtual void rollback(int slot, int64_t n_past) = 0;
+  // Runs every item (at most one per slot). A failure of one item is stored in its `error`.
+  virtual void decode(std::span<DecodeItem> items) = 0;
+  // True when decode() evaluates all items in one forward pass (weights read once per step).
+  virtual bool shares_weight_reads() const = 0;
+};
+
+// N independent LanguageModel sessions decoded one after another: correct, but N sequences
+// cost N times the weight reads of one.
+class InterleavedSessions : public MultiSequenceModel {
+ public:
+  explicit InterleavedSessions(std::vector<std::unique_ptr<LanguageModel>> sessions);
+  int n_slots() const override { return static_cast<int>(sessions_.size()); }
+  int64_t n_vocab() const override { return sessions_.front()->n_vocab(); }
+  int64_t n_ctx() const override { return sessions_.front()->n_ctx(); }
+  int64_t n_past(int slot) const override { return sessions_.at(slot)->n_past(); }
+  void rollback(int slot, int64_t n_past) override { sessions_.at(slot)->rollback(n_past); }
+  void decode(std::span<DecodeItem> items) override;
+  bool shares_weight_reads() const override { return false; }
+
+ private:
+  std::vector<std::unique_ptr<LanguageModel>> sessions_;
+};
+
+class SequenceBatcher {
+ public:
+  explicit SequenceBatcher(MultiSequenceModel& model) : model_(model) {}
+
+  // The LanguageModel of one slot. Use it from one thread at a time, inside a Participation.
+  std::unique_ptr<LanguageModel> slot_model(int slot);
+
+  // A thread counts as a participant (a batch step waits for its tokens) while it holds one.
+  class Participation {
+   public:
+    explicit Participation(SequenceBatcher& batcher);
+    ~Participation();
+    Participation(const Participation&) = delete;
+    Participation& operator=(const Participation&) = delete;
+
+   private:
+    SequenceBatcher& batcher_;
+  };
+
+  // How many batched steps ran and how many items they held in total (for statistics).
+  int64_t steps() const;
+  int64_t items() const;
+
+ private:
+  class SlotModel;
+  struct Pending {
+    DecodeItem item;
+    bool done = false;
+  };
+  std::span<const float> decode(int slot, std::span<const int32_t> tokens, bool all_logits);
+  void rollback(int slot, int64_t n_past);
+  int64_t n_past(int slot);
+  // Runs the batch when every participant is waiting; called with the lock held.
+  void maybe_run(std::unique_lock<std::mutex>& lock);
+
+  MultiSequenceModel& model_;
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  int participants_ = 0;
+  bool running_ = false;
+  std::vector<Pending*> waiting_;
+  int64_t steps_ = 0, items_ = 0;
+};
+
+}  // namespace boltrt::batch
