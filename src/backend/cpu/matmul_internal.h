@@ -34,6 +34,7 @@ void convert_activation_row(ActFormat format, const float* x, void* dst, int64_t
 
 // One tile of work: y[b * y_stride + r] = W[r] . A[b] for r < n_rows, b < n_act.
 struct GemmTile {
+  GgmlType type = GgmlType::F32;
   int64_t cols = 0;
   const uint8_t* w = nullptr;  // first weight row
   size_t w_stride = 0;         // bytes between weight rows

@@ -389,12 +389,11 @@ float dot_iq4_xs(int64_t n, const BlockIQ4_XS* x, const ActQ8_K* y) {
   return sumf;
 }
 
-template <float (*kDot)(GgmlType, int64_t, const void*, const void*), GgmlType kType>
 void gemm_by_dot(const GemmTile& t) {
   for (int64_t b = 0; b < t.n_act; ++b) {
     const uint8_t* a = t.a + b * t.a_stride;
     for (int64_t r = 0; r < t.n_rows; ++r) {
-      t.y[b * t.y_stride + r] = kDot(kType, t.cols, t.w + r * t.w_stride, a);
+      t.y[b * t.y_stride + r] = scalar_vec_dot(t.type, t.cols, t.w + r * t.w_stride, a);
     }
   }
 }
@@ -539,21 +538,8 @@ float scalar_vec_dot(GgmlType type, int64_t n, const void* w, const void* a) {
 }
 
 GemmFn scalar_gemm(GgmlType type) {
-  switch (type) {
-#define BOLTRT_SCALAR_CASE(T) \
-  case GgmlType::T:           \
-    return &gemm_by_dot<&scalar_vec_dot, GgmlType::T>;
-    BOLTRT_SCALAR_CASE(F32)
-    BOLTRT_SCALAR_CASE(F16)
-    BOLTRT_SCALAR_CASE(BF16)
-    BOLTRT_SCALAR_CASE(Q4_0)
-    BOLTRT_SCALAR_CASE(Q4_1) BOLTRT_SCALAR_CASE(Q5_0) BOLTRT_SCALAR_CASE(Q5_1)
-        BOLTRT_SCALAR_CASE(Q8_0) BOLTRT_SCALAR_CASE(IQ4_NL) BOLTRT_SCALAR_CASE(MXFP4)
-            BOLTRT_SCALAR_CASE(Q2_K) BOLTRT_SCALAR_CASE(Q3_K) BOLTRT_SCALAR_CASE(Q4_K)
-                BOLTRT_SCALAR_CASE(Q5_K) BOLTRT_SCALAR_CASE(Q6_K) BOLTRT_SCALAR_CASE(IQ4_XS)
-#undef BOLTRT_SCALAR_CASE
-                    default : return nullptr;
-  }
+  // One tile function for every type: scalar_vec_dot dispatches on the type per row.
+  return matmul_supported(type) ? &gemm_by_dot : nullptr;
 }
 
 }  // namespace boltrt::cpu
