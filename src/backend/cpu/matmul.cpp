@@ -147,6 +147,7 @@ void matmul_rows(const WeightView& w, int64_t row_begin, int64_t row_end, const 
   const uint8_t* w0 = static_cast<const uint8_t*>(w.data) + row_begin * w.row_stride;
   auto run_rows = [&](int64_t r0, int64_t r1, int) {
     cpu::GemmTile tile;
+    tile.type = w.type;
     tile.cols = w.cols;
     tile.w = w0 + r0 * w.row_stride;
     tile.w_stride = w.row_stride;
