@@ -135,7 +135,7 @@ TEST(Perplexity, RejectsShortTextAndSmallContext) {
 
 struct Golden {
   std::string model;
-  int64_t n_ctx = 0, n_batch = 0;
+  int64_t n_ctx = 0, n_batch = 0, n_chunks = -1;
   std::string kv;
   std::vector<double> running;
   double ppl = 0, error = 0;
@@ -149,7 +149,7 @@ std::vector<Golden> read_goldens() {
     std::istringstream s(line);
     Golden g;
     std::string bar;
-    s >> g.model >> g.n_ctx >> g.n_batch >> g.kv >> bar;
+    s >> g.model >> g.n_ctx >> g.n_batch >> g.kv >> g.n_chunks >> bar;
     for (std::string item; s >> item && item != "|";) g.running.push_back(std::stod(item));
     s >> g.ppl >> g.error;
     goldens.push_back(g);
@@ -164,9 +164,10 @@ std::string read_sample() {
 
 // F32 weights: llama.cpp and boltrt compute the same function up to float rounding and
 // llama.cpp's f16 GELU table (about 1e-3 relative on single logits, averaging out over ~1000
-// scored tokens), measured at most 3e-5 relative here. Quantized weights: llama.cpp quantizes
+// scored tokens), measured at most 3.3e-5 relative here. Quantized weights: llama.cpp quantizes
 // the activations to 8 bits for every dot product, worth about 1e-2 relative on logits; the
-// estimates agree within 3.3e-3 (Q4_K) measured, 1e-2 asserted.
+// estimates agree within 3.3e-3 (Q4_K, all windows) measured, 1e-2 asserted. llama.cpp's own
+// quantized results move by about 1e-3 with the number of windows sharing one batch.
 double tolerance(const std::string& model) {
   return model.find("f32") != std::string::npos ? 1e-4 : 1e-2;
 }
@@ -179,7 +180,7 @@ TEST(Perplexity, TinyModelsMatchLlamaPerplexity) {
   ThreadPool pool(2);
   for (const Golden& g : goldens) {
     SCOPED_TRACE(g.model + " -c " + std::to_string(g.n_ctx) + " -b " + std::to_string(g.n_batch) +
-                 " kv " + g.kv);
+                 " kv " + g.kv + " --chunks " + std::to_string(g.n_chunks));
     auto model = Gemma4Model::load(test::source_dir() + "/models/tiny/" + g.model);
     const auto tokenizer = text::Tokenizer::from_gguf(model->file());
     const auto tokens = tokenizer->encode(text, true, false);
@@ -191,6 +192,7 @@ TEST(Perplexity, TinyModelsMatchLlamaPerplexity) {
     PerplexityOptions options;
     options.n_ctx = g.n_ctx;
     options.n_batch = g.n_batch;
+    options.n_chunks = g.n_chunks;
     const auto result = compute_perplexity(tokens, tokenizer->bos(), options, [&] {
       return std::make_unique<Gemma4Session>(*model, session_options, &pool);
     });
@@ -207,16 +209,16 @@ TEST(Perplexity, TinyModelsMatchLlamaPerplexity) {
 TEST(Perplexity, CliPrintsLlamaPerplexityLayout) {
   const std::string root = test::source_dir();
   std::string out;
-  const int rc = test::run_command(test::cli_path() + " perplexity -m " + root +
-                                       "/models/tiny/tiny-f32.gguf -f " + root +
-                                       "/tests/data/perplexity/sample.txt -c 256 -b 64 -t 1",
-                                   &out);
+  const int rc = test::run_command(
+      test::cli_path() + " perplexity -m " + root + "/models/tiny/tiny-f32.gguf -f " + root +
+          "/tests/data/perplexity/sample.txt -c 256 -b 64 --chunks 2 -t 1",
+      &out);
   ASSERT_EQ(rc, 0) << out;
-  // llama-perplexity: [1]30.4012,...,[9]34.7206, / Final estimate: PPL = 34.7206 +/- 2.43249
+  // llama-perplexity: [1]30.4012,[2]29.4847, / Final estimate: PPL = 29.4847 +/- 4.09214
   EXPECT_NE(out.find("\n[1]30.401"), std::string::npos) << out;
-  EXPECT_NE(out.find(",[9]34.720"), std::string::npos) << out;
-  EXPECT_NE(out.find("\nFinal estimate: PPL = 34.720"), std::string::npos) << out;
-  EXPECT_NE(out.find(" +/- 2.432"), std::string::npos) << out;
+  EXPECT_NE(out.find(",[2]29.48"), std::string::npos) << out;
+  EXPECT_NE(out.find("\nFinal estimate: PPL = 29.48"), std::string::npos) << out;
+  EXPECT_NE(out.find(" +/- 4.09"), std::string::npos) << out;
 
   const int bad = test::run_command(test::cli_path() + " perplexity -m " + root +
                                         "/models/tiny/tiny-f32.gguf -f " + root +
