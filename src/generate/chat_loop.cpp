@@ -130,11 +130,14 @@ void ChatLoop::answer(const std::string& user_text) {
     if (on != dimmed) out_ << (on ? "\033[2m" : "\033[0m");
     dimmed = on;
   };
+  bool after_reasoning = false;  // reasoning was shown and no content yet: start a new line
   auto show = [&](const std::vector<ReplySplitter::Piece>& pieces) {
     for (const auto& piece : pieces) {
       const bool reasoning = piece.channel == ReplySplitter::Channel::kReasoning;
       if (reasoning && options_.reasoning == ReasoningDisplay::kHide) continue;
       set_dim(reasoning && options_.reasoning == ReasoningDisplay::kDim);
+      if (!reasoning && after_reasoning) out_ << "\n";
+      after_reasoning = reasoning;
       out_ << piece.text;
     }
     if (!pieces.empty()) out_.flush();
