@@ -18,6 +18,36 @@
 namespace boltrt {
 namespace {
 
+// A Gemma4Session that can always be emptied: a sliding-window ring that has wrapped refuses
+// to roll back to 0 (it no longer holds position 0), so a reset starts a fresh session.
+class ResettableSession : public LanguageModel {
+ public:
+  ResettableSession(const Gemma4Model& weights, const SessionOptions& options, ThreadPool* pool)
+      : weights_(weights), options_(options), pool_(pool) {
+    session_ = std::make_unique<Gemma4Session>(weights_, options_, pool_);
+  }
+  int64_t n_vocab() const override { return session_->n_vocab(); }
+  int64_t n_ctx() const override { return session_->n_ctx(); }
+  int64_t n_past() const override { return session_->n_past(); }
+  std::span<const float> decode(std::span<const int32_t> tokens, bool all_logits) override {
+    return session_->decode(tokens, all_logits);
+  }
+  void rollback(int64_t n_past) override {
+    if (n_past == 0 && session_->n_past() > 0) {
+      session_.reset();
+      session_ = std::make_unique<Gemma4Session>(weights_, options_, pool_);
+      return;
+    }
+    session_->rollback(n_past);
+  }
+
+ private:
+  const Gemma4Model& weights_;
+  SessionOptions options_;
+  ThreadPool* pool_;
+  std::unique_ptr<Gemma4Session> session_;
+};
+
 class GgufTextModel : public TextModel {
  public:
   GgufTextModel(std::unique_ptr<Gemma4Model> weights, std::unique_ptr<ThreadPool> pool,
@@ -25,7 +55,7 @@ class GgufTextModel : public TextModel {
       : weights_(std::move(weights)),
         pool_(std::move(pool)),
         tokenizer_(text::Tokenizer::from_gguf(weights_->file())),
-        model_(std::make_unique<Gemma4Session>(*weights_, session, pool_.get())) {
+        model_(std::make_unique<ResettableSession>(*weights_, session, pool_.get())) {
     template_ = text::ChatTemplate::for_tokenizer(*tokenizer_, &template_warning_);
     if (model_->n_vocab() != tokenizer_->n_vocab()) {
       fail("{}: the model has {} logits but the vocabulary {} tokens", weights_->file().path(),

@@ -33,6 +33,7 @@ struct ChatFlags {
   bool show_thinking = false;
   int64_t n_predict = -1;
   std::vector<std::string> stop;
+  bool ignore_eos = false;
 };
 
 std::optional<std::string> read_piped_line(const char*) {
@@ -67,6 +68,7 @@ void run(const ChatFlags& flags) {
   options.thinking = flags.think == "on";
   options.max_tokens = flags.n_predict;
   options.stop_strings = flags.stop;
+  options.ignore_end_of_generation = flags.ignore_eos;
   if (flags.show_thinking) {
     options.reasoning = stdout_is_terminal() ? ReasoningDisplay::kDim : ReasoningDisplay::kPlain;
   } else {
@@ -104,6 +106,8 @@ void setup(CLI::App& app) {
       ->check(CLI::Range(int64_t{-1}, std::numeric_limits<int64_t>::max()));
   app.add_option("--stop", flags->stop, "end the answer before this text (repeatable)")
       ->allow_extra_args(false);
+  app.add_flag("--ignore-eos", flags->ignore_eos,
+               "never end an answer at end-of-generation tokens");
   app.callback([flags] { run(*flags); });
 }
 
