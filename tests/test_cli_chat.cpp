@@ -104,7 +104,7 @@ TEST_F(CliChat, Errors) {
   EXPECT_NE(bad.status, 0);
 }
 
-// A pseudo-terminal session through util-linux `script`: libedit reads the lines.
+// A pseudo-terminal session through util-linux `script`: libedit reads the lines; Ctrl-C.
 TEST_F(CliChat, TerminalSession) {
   if (test::run_command("command -v script >/dev/null") != 0) {
     GTEST_SKIP() << "util-linux `script` is not installed (needed for a pseudo-terminal)";
@@ -114,6 +114,13 @@ TEST_F(CliChat, TerminalSession) {
   EXPECT_EQ(r.status, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("/help for commands"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("> "), std::string::npos) << r.out;
+
+  // Ctrl-C typed at the prompt: a hint and a new prompt, then the second one exits with 130.
+  const Outcome interrupted =
+      run("(sleep 2; printf '\\003'; sleep 1; printf '\\003'; sleep 2) | script -qec " +
+          quote(chat("")) + " /dev/null");
+  EXPECT_EQ(interrupted.status, 130) << interrupted.out << interrupted.err;
+  EXPECT_NE(interrupted.out.find("press Ctrl-C again"), std::string::npos) << interrupted.out;
 }
 
 // SIGINT while waiting for input: the first prints a hint, the second exits with 130.

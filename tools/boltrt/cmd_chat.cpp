@@ -44,8 +44,14 @@ std::optional<std::string> read_piped_line(const char*) {
 
 #ifdef BOLTRT_HAVE_LIBEDIT
 std::optional<std::string> read_terminal_line(const char* prompt) {
-  char* raw = readline(prompt);
-  if (raw == nullptr) return std::nullopt;
+  char* raw = nullptr;
+  while (raw == nullptr) {
+    // A Ctrl-C at the prompt makes readline return null like Ctrl-D does; the interrupt
+    // handler has printed its hint (a second one exits), so prompt again.
+    const int interrupts = interrupts_at_prompt();
+    raw = readline(prompt);
+    if (raw == nullptr && interrupts_at_prompt() == interrupts) return std::nullopt;
+  }
   std::string line(raw);
   std::free(raw);
   if (!line.empty()) add_history(line.c_str());

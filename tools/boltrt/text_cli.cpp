@@ -126,6 +126,10 @@ void install_interrupt_handler(std::atomic<bool>* cancel, const std::atomic<bool
   sigaction(SIGINT, &action, nullptr);
 }
 
+int interrupts_at_prompt() {
+  return g_interrupts_outside.load();
+}
+
 bool stdout_is_terminal() {
   return isatty(STDOUT_FILENO) != 0;
 }

@@ -42,6 +42,10 @@ SamplerConfig sampler_config(const SamplingFlags& flags, TextModel& model);
 void install_interrupt_handler(std::atomic<bool>* cancel, const std::atomic<bool>* answering,
                                bool warn_first);
 
+// How many Ctrl-C arrived outside an answer so far (libedit's readline returns "end of input"
+// when one interrupts it; the caller then prompts again instead of leaving).
+int interrupts_at_prompt();
+
 bool stdout_is_terminal();
 bool stdin_is_terminal();
 
