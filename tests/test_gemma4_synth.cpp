@@ -355,3 +355,40 @@ TEST(Gemma4Synth, LlamaCppRunsEveryTinyPreset) {
 
 }  // namespace
 }  // namespace boltrt::model
+
+namespace boltrt::model {
+namespace {
+
+// Our reader on a file llama.cpp's own writer made (llama-quantize), and our q4_k_m mix against
+// the one llama-quantize picks for the same model: identical type for every tensor.
+TEST(Gemma4Synth, LlamaQuantizeAgreesWithOurMixAndReadsBack) {
+  std::string bin = test::llama_ref_bin();
+  if (bin.empty()) {
+    GTEST_SKIP()
+        << "llama-ref is not built (shared/tools/llama-ref/build.sh); cannot run llama-quantize";
+  }
+  auto dir = test::scratch_dir("synth_llama_quantize");
+  std::string f32 = synth(dir, "tiny-moe");
+  std::string theirs = dir + "/llama-q4_k_m.gguf";
+  std::string out;
+  int rc = test::run_command(
+      "LD_LIBRARY_PATH=" + bin + " " + bin + "/llama-quantize " + f32 + " " + theirs + " Q4_K_M",
+      &out);
+  ASSERT_EQ(rc, 0) << out;
+  Gemma4SynthOptions o;
+  o.type = "q4_k_m";
+  auto a = gguf::File::open(theirs);
+  auto b = gguf::File::open(synth(dir, "tiny-moe", o));
+  EXPECT_TRUE(a->warnings().empty()) << a->warnings()[0];
+  EXPECT_EQ(a->get_int("general.file_type"), b->get_int("general.file_type"));
+  ASSERT_EQ(a->tensors().size(), b->tensors().size());
+  for (const auto& t : b->tensors()) {
+    const gguf::TensorInfo* u = a->find_tensor(t.name);
+    ASSERT_NE(u, nullptr) << t.name;
+    EXPECT_EQ(type_traits(u->type).name, type_traits(t.type).name) << t.name;
+    for (int d = 0; d < 4; ++d) EXPECT_EQ(u->ne[d], t.ne[d]) << t.name;
+  }
+}
+
+}  // namespace
+}  // namespace boltrt::model

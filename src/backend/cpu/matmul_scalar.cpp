@@ -53,7 +53,6 @@ void quantize_act_q8_1(const float* x, ActQ8_1* y, int64_t n) {
   }
 }
 
-
 // Q8_K, ggml's reference quantizer: d = max/-127 (signed), codes RNE(x * -127/max) capped at 127.
 void quantize_act_q8_k(const float* x, ActQ8_K* y, int64_t n) {
   for (int64_t b = 0; b < n / 256; ++b, x += 256) {
@@ -90,17 +89,17 @@ float dot_f32(int64_t n, const float* x, const float* y) {
   return static_cast<float>(sum);
 }
 
-float dot_f16(int64_t n, const uint16_t* x, const uint16_t* y) {
+// F16/BF16 activations arrive already rounded to the 16-bit format but stored as f32 (see
+// convert_activation_row), so the products equal ggml's fp16 x fp16 products.
+float dot_f16(int64_t n, const uint16_t* x, const float* y) {
   double sum = 0.0;
-  for (int64_t i = 0; i < n; ++i)
-    sum += static_cast<double>(fp16_to_fp32(x[i]) * fp16_to_fp32(y[i]));
+  for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(fp16_to_fp32(x[i]) * y[i]);
   return static_cast<float>(sum);
 }
 
-float dot_bf16(int64_t n, const uint16_t* x, const uint16_t* y) {
+float dot_bf16(int64_t n, const uint16_t* x, const float* y) {
   double sum = 0.0;
-  for (int64_t i = 0; i < n; ++i)
-    sum += static_cast<double>(bf16_to_fp32(x[i]) * bf16_to_fp32(y[i]));
+  for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(bf16_to_fp32(x[i]) * y[i]);
   return static_cast<float>(sum);
 }
 
@@ -390,12 +389,11 @@ float dot_iq4_xs(int64_t n, const BlockIQ4_XS* x, const ActQ8_K* y) {
   return sumf;
 }
 
-template <float (*kDot)(GgmlType, int64_t, const void*, const void*), GgmlType kType>
 void gemm_by_dot(const GemmTile& t) {
   for (int64_t b = 0; b < t.n_act; ++b) {
     const uint8_t* a = t.a + b * t.a_stride;
     for (int64_t r = 0; r < t.n_rows; ++r) {
-      t.y[b * t.y_stride + r] = kDot(kType, t.cols, t.w + r * t.w_stride, a);
+      t.y[b * t.y_stride + r] = scalar_vec_dot(t.type, t.cols, t.w + r * t.w_stride, a);
     }
   }
 }
@@ -457,10 +455,9 @@ size_t activation_row_bytes(ActFormat format, int64_t cols) {
   const auto n = static_cast<size_t>(cols);
   switch (format) {
     case ActFormat::F32:
-      return n * 4;
     case ActFormat::F16:
     case ActFormat::BF16:
-      return n * 2;
+      return n * 4;
     case ActFormat::Q8_0:
       return n / 32 * sizeof(ActQ8_0);
     case ActFormat::Q8_1:
@@ -477,13 +474,13 @@ void convert_activation_row(ActFormat format, const float* x, void* dst, int64_t
       std::memcpy(dst, x, static_cast<size_t>(n) * 4);
       break;
     case ActFormat::F16: {
-      auto* y = static_cast<uint16_t*>(dst);
-      for (int64_t i = 0; i < n; ++i) y[i] = fp32_to_fp16(x[i]);
+      auto* y = static_cast<float*>(dst);
+      for (int64_t i = 0; i < n; ++i) y[i] = fp16_to_fp32(fp32_to_fp16(x[i]));
       break;
     }
     case ActFormat::BF16: {
-      auto* y = static_cast<uint16_t*>(dst);
-      for (int64_t i = 0; i < n; ++i) y[i] = fp32_to_bf16(x[i]);
+      auto* y = static_cast<float*>(dst);
+      for (int64_t i = 0; i < n; ++i) y[i] = bf16_to_fp32(fp32_to_bf16(x[i]));
       break;
     }
     case ActFormat::Q8_0:
@@ -506,9 +503,9 @@ float scalar_vec_dot(GgmlType type, int64_t n, const void* w, const void* a) {
     case GgmlType::F32:
       return dot_f32(n, static_cast<const float*>(w), static_cast<const float*>(a));
     case GgmlType::F16:
-      return dot_f16(n, static_cast<const uint16_t*>(w), static_cast<const uint16_t*>(a));
+      return dot_f16(n, static_cast<const uint16_t*>(w), static_cast<const float*>(a));
     case GgmlType::BF16:
-      return dot_bf16(n, static_cast<const uint16_t*>(w), static_cast<const uint16_t*>(a));
+      return dot_bf16(n, static_cast<const uint16_t*>(w), static_cast<const float*>(a));
     case GgmlType::Q4_0:
       return dot_q4_0(n, static_cast<const BlockQ4_0*>(w), a0);
     case GgmlType::Q4_1:
@@ -541,21 +538,8 @@ float scalar_vec_dot(GgmlType type, int64_t n, const void* w, const void* a) {
 }
 
 GemmFn scalar_gemm(GgmlType type) {
-  switch (type) {
-#define BOLTRT_SCALAR_CASE(T) \
-  case GgmlType::T:           \
-    return &gemm_by_dot<&scalar_vec_dot, GgmlType::T>;
-    BOLTRT_SCALAR_CASE(F32)
-    BOLTRT_SCALAR_CASE(F16)
-    BOLTRT_SCALAR_CASE(BF16)
-    BOLTRT_SCALAR_CASE(Q4_0) BOLTRT_SCALAR_CASE(Q4_1) BOLTRT_SCALAR_CASE(Q5_0)
-        BOLTRT_SCALAR_CASE(Q5_1) BOLTRT_SCALAR_CASE(Q8_0) BOLTRT_SCALAR_CASE(IQ4_NL)
-            BOLTRT_SCALAR_CASE(MXFP4) BOLTRT_SCALAR_CASE(Q2_K) BOLTRT_SCALAR_CASE(Q3_K)
-                BOLTRT_SCALAR_CASE(Q4_K) BOLTRT_SCALAR_CASE(Q5_K) BOLTRT_SCALAR_CASE(Q6_K)
-                    BOLTRT_SCALAR_CASE(IQ4_XS)
-#undef BOLTRT_SCALAR_CASE
-                        default : return nullptr;
-  }
+  // One tile function for every type: scalar_vec_dot dispatches on the type per row.
+  return matmul_supported(type) ? &gemm_by_dot : nullptr;
 }
 
 }  // namespace boltrt::cpu

@@ -98,8 +98,9 @@ inline uint32_t load_u32(const uint8_t* p) {
 
 // ---- float weights --------------------------------------------------------------------------
 
-// Float weights: 8 floats per step, kAcc independent accumulators per activation row so that
-// one row alone is not bound by the FMA latency.
+// Float weights (activations are f32, already rounded for F16/BF16): 8 floats per step, kAcc
+// independent accumulators per activation row so that one row alone is not bound by the FMA
+// latency.
 struct F32Load {
   static __m256 weights(const uint8_t* p, int64_t i) {
     return _mm256_loadu_ps(reinterpret_cast<const float*>(p) + i);
@@ -138,18 +139,18 @@ void row_float(int64_t n, const uint8_t* w, const uint8_t* const* ar, float* out
     for (int k = 0; k < kAcc; ++k) {
       const __m256 wv = Load::weights(w, i + 8 * k);
       for (int b = 0; b < kNb; ++b)
-        acc[b][k] = _mm256_fmadd_ps(wv, Load::weights(ar[b], i + 8 * k), acc[b][k]);
+        acc[b][k] = _mm256_fmadd_ps(wv, F32Load::weights(ar[b], i + 8 * k), acc[b][k]);
     }
   }
   for (; i + 8 <= n; i += 8) {
     const __m256 wv = Load::weights(w, i);
     for (int b = 0; b < kNb; ++b)
-      acc[b][0] = _mm256_fmadd_ps(wv, Load::weights(ar[b], i), acc[b][0]);
+      acc[b][0] = _mm256_fmadd_ps(wv, F32Load::weights(ar[b], i), acc[b][0]);
   }
   for (int b = 0; b < kNb; ++b) {
     for (int k = 1; k < kAcc; ++k) acc[b][0] = _mm256_add_ps(acc[b][0], acc[b][k]);
     float s = hsum(acc[b][0]);
-    for (int64_t j = i; j < n; ++j) s += Load::scalar(w, j) * Load::scalar(ar[b], j);
+    for (int64_t j = i; j < n; ++j) s += Load::scalar(w, j) * F32Load::scalar(ar[b], j);
     out[b] = s;
   }
 }

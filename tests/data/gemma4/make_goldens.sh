@@ -34,6 +34,6 @@ for c in "${cases[@]}"; do
   # shellcheck disable=SC2086
   "$cli" synth $args --seed 1 -o "$tmp/$name.gguf" > /dev/null
   "$ref/llama_logits" "$tmp/$name.gguf" "$ids" 1 > "$tmp/$name.txt"
-  python3 "$here/logits_to_golden.py" "$tmp/$name.txt" "$ids" "$keep" "$here/$name.bin"
+  python3 "$here/logits_to_golden.py" "$tmp/$name.txt" "$ids" "$keep" "$tmp/$name.gguf" "$here/$name.bin"
   echo "$name: $(stat -c %s "$here/$name.bin") bytes"
 done
