@@ -148,6 +148,9 @@ void ChatLoop::answer(const std::string& user_text) {
   generation.stop_strings = options_.stop_strings;
   generation.ignore_end_of_generation = options_.ignore_end_of_generation;
   generation.cancel = &cancel_;
+  std::unique_ptr<TokenController> controller;
+  if (options_.make_controller) controller = options_.make_controller();
+  generation.controller = controller.get();
   generation.on_token = [&](const TokenEvent& event) {
     show(splitter.push(event.token, event.piece));
     return true;

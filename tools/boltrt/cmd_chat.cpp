@@ -1,6 +1,6 @@
 // boltrt chat — an interactive conversation with a model.
 //
-//   boltrt chat -m FILE [--system TEXT] [--think on|off] [--show-thinking] [-n N] [sampling
+//   boltrt chat -m FILE [--system TEXT] [--think on|off] [reasoning flags] [-n N] [sampling
 //               flags] [--stop S]... [-t N] [-c CTX] [--kv-type f16|f32|q8_0]
 //
 // On a terminal input is read with libedit (line editing, history); from a pipe every line is
@@ -19,6 +19,8 @@
 #include "command.h"
 #include "generate/chat_loop.h"
 #include "generate/generator.h"
+#include "generate/reasoning.h"
+#include "reasoning_options.h"
 #include "text_cli.h"
 #include "util/error.h"
 
@@ -29,8 +31,8 @@ struct ChatFlags {
   ModelFlags model;
   SamplingFlags sampling;
   std::string system;
-  std::string think = "off";
-  bool show_thinking = false;
+  std::string think;  // alias of --reasoning on|off
+  ReasoningOptions reasoning;
   int64_t n_predict = -1;
   std::vector<std::string> stop;
   bool ignore_eos = false;
@@ -59,7 +61,11 @@ std::optional<std::string> read_terminal_line(const char* prompt) {
 }
 #endif
 
-void run(const ChatFlags& flags) {
+void run(ChatFlags& flags, CLI::App& app) {
+  if (app.count("--think") > 0) {
+    if (app.count("--reasoning") > 0) fail("give --think or --reasoning, not both");
+    flags.reasoning.mode = flags.think;
+  }
   std::unique_ptr<TextModel> text = load_model(flags.model);
   const SamplerConfig sampling = sampler_config(flags.sampling, *text);
   if (!text->has_chat_template()) {
@@ -71,16 +77,15 @@ void run(const ChatFlags& flags) {
   const bool terminal = stdin_is_terminal();
   ChatOptions options;
   options.system = flags.system;
-  options.thinking = flags.think == "on";
+  options.thinking = flags.reasoning.enable_thinking();
+  options.reasoning = flags.reasoning.display();
+  const TextModel& model = *text;
+  options.make_controller = [&flags, &model]() -> std::unique_ptr<TokenController> {
+    return flags.reasoning.controller(model, flags.n_predict);
+  };
   options.max_tokens = flags.n_predict;
   options.stop_strings = flags.stop;
   options.ignore_end_of_generation = flags.ignore_eos;
-  if (flags.show_thinking) {
-    options.reasoning = stdout_is_terminal() ? ReasoningDisplay::kDim : ReasoningDisplay::kPlain;
-  } else {
-    options.reasoning =
-        terminal && stdout_is_terminal() ? ReasoningDisplay::kDim : ReasoningDisplay::kHide;
-  }
   ChatLoop loop(*text, generator, options, std::cout, std::cerr);
   install_interrupt_handler(&loop.cancel_flag(), &loop.answering_flag(), true);
 
@@ -104,17 +109,16 @@ void setup(CLI::App& app) {
   add_model_flags(app, flags->model);
   add_sampling_flags(app, flags->sampling);
   app.add_option("--system", flags->system, "system prompt");
-  app.add_option("--think", flags->think, "reasoning on or off")
+  add_reasoning_options(app, flags->reasoning);
+  app.add_option("--think", flags->think, "reasoning on or off (= --reasoning)")
       ->check(CLI::IsMember({"on", "off"}));
-  app.add_flag("--show-thinking", flags->show_thinking,
-               "show the reasoning (dimmed on a terminal; hidden by default when piped)");
   app.add_option("-n,--n-predict", flags->n_predict, "most tokens per answer (-1: no limit)")
       ->check(CLI::Range(int64_t{-1}, std::numeric_limits<int64_t>::max()));
   app.add_option("--stop", flags->stop, "end the answer before this text (repeatable)")
       ->allow_extra_args(false);
   app.add_flag("--ignore-eos", flags->ignore_eos,
                "never end an answer at end-of-generation tokens");
-  app.callback([flags] { run(*flags); });
+  app.callback([flags, &app] { run(*flags, app); });
 }
 
 }  // namespace

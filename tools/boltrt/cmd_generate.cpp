@@ -9,12 +9,16 @@
 #include <atomic>
 #include <cstdio>
 #include <fstream>
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "command.h"
 #include "generate/generator.h"
+#include "generate/reasoning.h"
+#include "generate/reasoning_display.h"
 #include "generate/reply_splitter.h"
+#include "reasoning_options.h"
 #include "text_cli.h"
 #include "util/error.h"
 
@@ -29,7 +33,8 @@ struct GenerateFlags {
   int64_t n_predict = -1;
   bool chat = false;
   std::string system;
-  std::string think = "off";
+  std::string think;  // alias of --reasoning on|off
+  ReasoningOptions reasoning;
   std::vector<std::string> stop;
   bool json = false;
   bool ignore_eos = false;
@@ -44,9 +49,13 @@ std::string read_prompt_file(const std::string& path) {
   return text.str();
 }
 
-void run(const GenerateFlags& flags, CLI::App& app) {
+void run(GenerateFlags& flags, CLI::App& app) {
   if (!flags.chat && (app.count("--system") > 0 || app.count("--think") > 0)) {
     fail("--system and --think need --chat");
+  }
+  if (app.count("--think") > 0) {
+    if (app.count("--reasoning") > 0) fail("give --think or --reasoning, not both");
+    flags.reasoning.mode = flags.think;
   }
   const std::string prompt_text =
       flags.prompt_file.empty() ? flags.prompt : read_prompt_file(flags.prompt_file);
@@ -56,12 +65,14 @@ void run(const GenerateFlags& flags, CLI::App& app) {
 
   std::vector<int32_t> prompt;
   std::optional<ReasoningMarkers> markers;
+  std::unique_ptr<ReasoningController> controller;
   if (flags.chat && text->has_chat_template()) {
     std::vector<ChatMessage> messages;
     if (!flags.system.empty()) messages.push_back({"system", flags.system});
     messages.push_back({"user", prompt_text});
-    prompt = text->tokenize(text->render_chat(messages, flags.think == "on"), true);
+    prompt = text->tokenize(text->render_chat(messages, flags.reasoning.enable_thinking()), true);
     markers = text->reasoning_markers();
+    controller = flags.reasoning.controller(*text, flags.n_predict);
   } else {
     if (flags.chat) {
       fmt::print(stderr, "boltrt: warning: {} has no chat template; running plain completion\n",
@@ -81,18 +92,32 @@ void run(const GenerateFlags& flags, CLI::App& app) {
   options.ignore_end_of_generation = flags.ignore_eos;
   options.overflow = flags.truncate ? ContextOverflow::kTruncateLeft : ContextOverflow::kError;
   options.cancel = &cancel;
-  if (!flags.json) {
+  options.controller = controller.get();
+  // With a chat format the reply is shown through the splitter (thinking hidden, dimmed or
+  // plain); plain completion streams the text as it is.
+  std::optional<ReasoningPrinter> printer;
+  if (!flags.json && markers) printer.emplace(std::cout, flags.reasoning.display());
+  if (!flags.json && !markers) {
     options.on_text = [](std::string_view piece) {
       std::fwrite(piece.data(), 1, piece.size(), stdout);
       std::fflush(stdout);
     };
   }
   options.on_token = [&](const TokenEvent& event) {
-    splitter.push(event.token, event.piece);
+    const auto pieces = splitter.push(event.token, event.piece);
+    if (printer) {
+      printer->write(pieces);
+      std::cout.flush();
+    }
     return true;
   };
   const GenerationResult result = generator.generate(prompt, options);
-  splitter.finish();
+  const auto rest = splitter.finish();
+  if (printer) {
+    printer->write(rest);
+    printer->finish();
+    std::cout.flush();
+  }
   if (result.finish_reason == FinishReason::kStopString) splitter.truncate_at(result.stop_string);
 
   if (flags.json) {
@@ -102,7 +127,8 @@ void run(const GenerateFlags& flags, CLI::App& app) {
     if (flags.chat) {
       out["reasoning"] = splitter.reasoning();
       out["content"] = splitter.content();
-      out["reasoning_tokens"] = splitter.reasoning_tokens();
+      out["reasoning_tokens"] =
+          controller ? controller->reasoning_tokens() : splitter.reasoning_tokens();
     }
     out["n_tokens"] = s.n_tokens;
     out["n_prompt_tokens"] = s.n_prompt_tokens;
@@ -115,8 +141,9 @@ void run(const GenerateFlags& flags, CLI::App& app) {
     out["tokens"] = result.tokens;
     fmt::print("{}\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   } else if (stdout_is_terminal() && !result.text.empty() && result.text.back() != '\n') {
-    std::fputc('\n', stdout);
+    std::cout << '\n';
   }
+  std::cout.flush();
   std::fflush(stdout);
   if (result.finish_reason == FinishReason::kCancelled) exit_with(130);
 }
@@ -133,7 +160,8 @@ void setup(CLI::App& app) {
   add_sampling_flags(app, flags->sampling);
   app.add_flag("--chat", flags->chat, "wrap the prompt as a user turn in the chat template");
   app.add_option("--system", flags->system, "system prompt (with --chat)");
-  app.add_option("--think", flags->think, "reasoning on or off (with --chat)")
+  add_reasoning_options(app, flags->reasoning);
+  app.add_option("--think", flags->think, "reasoning on or off (with --chat; = --reasoning)")
       ->check(CLI::IsMember({"on", "off"}));
   app.add_option("--stop", flags->stop, "stop before this text (repeatable)")
       ->allow_extra_args(false);
