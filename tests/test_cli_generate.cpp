@@ -218,5 +218,30 @@ TEST_F(CliGenerate, Errors) {
   EXPECT_NE(bad_penalty.err.find("repeat penalty"), std::string::npos) << bad_penalty.err;
 }
 
+// The shipped tiny model (trained with thought sections): a reasoning budget closes the thought
+// with the budget message and the model still answers.
+TEST(CliGenerateTinyModel, ReasoningBudgetClosesTheThought) {
+  const std::string model = test::source_dir() + "/models/tiny/tiny-q4_k.gguf";
+  if (!fs::exists(model)) GTEST_SKIP() << "models/tiny/tiny-q4_k.gguf is not in this checkout";
+  const Outcome r = run(boltrt() + " generate -m " + quote(model) +
+                        " -t 2 --chat --reasoning on --reasoning-budget 5 -n 64 --temp 0 --json "
+                        "-p " +
+                        quote("Who is Elizabeth?"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  const std::string reasoning = doc["reasoning"];
+  EXPECT_NE(reasoning.find("I have thought enough; time to answer."), std::string::npos) << r.out;
+  EXPECT_FALSE(doc["content"].get<std::string>().empty()) << r.out;
+  EXPECT_GT(doc["reasoning_tokens"].get<int>(), 5) << r.out;  // 5 thought + the forced message
+  // Reasoning off: no thought at all.
+  const Outcome off =
+      run(boltrt() + " generate -m " + quote(model) +
+          " -t 2 --chat --think off -n 32 --temp 0 --json -p " + quote("Who is Elizabeth?"));
+  ASSERT_EQ(off.status, 0) << off.err;
+  const auto off_doc = nlohmann::json::parse(off.out);
+  EXPECT_EQ(off_doc["reasoning"], "");
+  EXPECT_EQ(off_doc["reasoning_tokens"], 0);
+}
+
 }  // namespace
 }  // namespace boltrt
