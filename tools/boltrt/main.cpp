@@ -63,8 +63,16 @@ int main(int argc, char** argv) {
   for (std::string& arg : args) arg_pointers.push_back(arg.data());
   try {
     app.parse(static_cast<int>(arg_pointers.size()), arg_pointers.data());
-  } catch (const CLI::ParseError& e) {
+  } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    // A usage error is one line like every other error (CLI11 would add a second one).
+    fmt::print(stderr, "boltrt: error: {}\n", e.what());
+    return 2;
   } catch (const ExitRequest& e) {
     return e.code;
   } catch (const boltrt::Error& e) {
