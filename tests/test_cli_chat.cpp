@@ -2,6 +2,7 @@
 // commands, agreement with `generate --chat`, and a pseudo-terminal session (libedit) with
 // Ctrl-C.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -27,22 +28,10 @@ std::string read_file(const std::string& path) {
   return s.str();
 }
 
-struct Outcome {
-  int status;
-  std::string out, err;
-};
+using Outcome = test::CommandOutput;
 
 Outcome run(const std::string& command) {
-  static int counter = 0;
-  const std::string dir = test::binary_dir() + "/test-scratch";
-  fs::create_directories(dir);
-  const std::string err_path = dir + "/cli_chat_stderr_" + std::to_string(counter++);
-  Outcome r;
-  // The inner redirection wins over the 2>&1 that run_command appends to the outer group.
-  r.status = test::run_command("( (" + command + ") 2>" + quote(err_path) + " )", &r.out);
-  r.err = read_file(err_path);
-  fs::remove(err_path);
-  return r;
+  return test::run_command_split(command);
 }
 
 std::string boltrt() {
@@ -126,9 +115,16 @@ TEST_F(CliChat, TerminalSession) {
 // SIGINT while waiting for input: the first prints a hint, the second exits with 130.
 TEST_F(CliChat, InterruptAtThePromptExits130) {
   if (test::run_command("command -v bash >/dev/null") != 0) GTEST_SKIP() << "no bash";
-  const std::string script = "sleep 8 | " + chat("") +
-                             " & pid=$!; sleep 3; kill -INT $pid; sleep 1; kill -INT $pid; "
-                             "wait $pid; echo status=$?";
+  // stdin is a FIFO held open by the shell, so the chat waits at its prompt; the first Ctrl-C
+  // is sent only once the process has installed its SIGINT handler (SigCgt bit 2 in
+  // /proc/PID/status), however slowly the model loads on a busy machine.
+  const std::string fifo = dir_ + "/stdin." + std::to_string(getpid());
+  const std::string script =
+      "rm -f " + fifo + "; mkfifo " + fifo + "; " + chat("") + " <" + fifo + " & pid=$!; exec 3>" +
+      fifo +
+      "; for i in $(seq 1200); do m=$(awk '/^SigCgt/{print $2}' /proc/$pid/status 2>/dev/null); "
+      "[ -n \"$m\" ] && (( 0x$m & 2 )) && break; sleep 0.05; done; sleep 0.5; "
+      "kill -INT $pid; sleep 1; kill -INT $pid; wait $pid; echo status=$?; exec 3>&-";
   const Outcome r = run("bash -c " + quote(script));
   EXPECT_NE(r.out.find("status=130"), std::string::npos) << r.out << r.err;
   EXPECT_NE(r.err.find("press Ctrl-C again"), std::string::npos) << r.err;

@@ -23,18 +23,8 @@ std::string quote(const std::string& s) {
   return out + "'";
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
-struct Outcome {
-  int status;
-  std::string out;  // stdout only
-  std::string err;  // stderr only
-};
+using Outcome = test::CommandOutput;
 
 // Runs a shell command with stdout and stderr captured separately.
 // llama-completion's stdout: the generated text, then " [end of text]\n" when it stopped at an
@@ -50,16 +40,7 @@ std::string completion_text(std::string out) {
 }
 
 Outcome run(const std::string& command) {
-  static int counter = 0;
-  const std::string dir = test::binary_dir() + "/test-scratch";
-  fs::create_directories(dir);
-  const std::string err_path = dir + "/cli_generate_stderr_" + std::to_string(counter++);
-  Outcome r;
-  // The inner redirection wins over the 2>&1 that run_command appends to the outer group.
-  r.status = test::run_command("( (" + command + ") 2>" + quote(err_path) + " )", &r.out);
-  r.err = read_file(err_path);
-  fs::remove(err_path);
-  return r;
+  return test::run_command_split(command);
 }
 
 std::string boltrt() {

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 namespace boltrt::test {
@@ -54,6 +56,22 @@ int run_command(const std::string& command, std::string* output) {
   }
   int status = pclose(pipe);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+CommandOutput run_command_split(const std::string& command) {
+  static int counter = 0;
+  const std::string err_path = binary_dir() + "/test-scratch/stderr." + std::to_string(getpid()) +
+                               "." + std::to_string(counter++);
+  std::filesystem::create_directories(binary_dir() + "/test-scratch");
+  CommandOutput r;
+  // The inner redirection wins over the 2>&1 that run_command appends to the outer group.
+  r.status = run_command("( (" + command + ") 2>'" + err_path + "' )", &r.out);
+  std::ifstream in(err_path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  r.err = s.str();
+  std::filesystem::remove(err_path);
+  return r;
 }
 
 }  // namespace boltrt::test

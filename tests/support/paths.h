@@ -15,4 +15,11 @@ std::string llama_ref_bin();
 // Runs a shell command, returns its exit status; stdout+stderr go to *output when given.
 int run_command(const std::string& command, std::string* output = nullptr);
 
+// Runs a shell command with stdout and stderr kept apart.
+struct CommandOutput {
+  int status = -1;
+  std::string out, err;
+};
+CommandOutput run_command_split(const std::string& command);
+
 }  // namespace boltrt::test
