@@ -41,7 +41,15 @@ class ScriptedModel : public LanguageModel {
     logits_[static_cast<size_t>(next(context_))] = 10.0f;
     return logits_;
   }
-  void rollback(int64_t n_past) override { context_.resize(static_cast<size_t>(n_past)); }
+  void rollback(int64_t n_past) override {
+    // Like a sliding-window cache: only short rollbacks (or a full reset) are possible.
+    if (n_past > 0 && static_cast<int64_t>(context_.size()) - n_past > max_rollback) {
+      fail("fake model: cannot roll back {} tokens",
+           static_cast<int64_t>(context_.size()) - n_past);
+    }
+    context_.resize(static_cast<size_t>(n_past));
+  }
+  int64_t max_rollback = 1 << 30;
 
   const std::vector<int32_t>& context() const { return context_; }
 

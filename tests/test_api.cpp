@@ -178,7 +178,7 @@ TEST(Api, ErrorsAreOneLineAndLeaveTheSessionUsable) {
   boltrt::Request tools;
   tools.messages = {message("user", "x")};
   tools.tools = {boltrt::Tool{"f", "", "{}"}};
-  EXPECT_EQ(message_of(tools), "tools are not supported by this build's chat format yet");
+  EXPECT_EQ(message_of(tools), "'tools' are not supported by this model's chat format");
   // A callback that throws: the exception reaches the caller, the session still works.
   EXPECT_THROW(
       session.generate(greedy("abc"),

@@ -362,7 +362,7 @@ TEST(RunBatch, ReasoningIsSplitFromContent) {
   EXPECT_EQ(results[1]["tokens"]["reasoning"], 0);
   const auto errors = read_lines(f.output + ".errors.jsonl");
   ASSERT_EQ(errors.size(), 1u);
-  EXPECT_EQ(errors[0]["error"], "'tools' are not supported by this build's chat format yet");
+  EXPECT_EQ(errors[0]["error"], "'tools' are not supported by this model's chat format");
 }
 
 TEST(RunBatch, ParallelGivesTheSameResults) {

@@ -41,6 +41,28 @@ TEST(Fp16, RoundsToNearestEven) {
   EXPECT_EQ(fp16_to_fp32(fp32_to_fp16(65504.0f)), 65504.0f);
 }
 
+TEST(Fp16, RowConversionsEqualScalar) {
+  std::vector<uint16_t> halves(65536);
+  for (uint32_t i = 0; i < 65536; ++i) halves[i] = static_cast<uint16_t>(i);
+  std::vector<float> floats(65536);
+  fp16_to_fp32_row(halves.data(), floats.data(), 65536);
+  for (uint32_t i = 0; i < 65536; ++i) {
+    const float want = fp16_to_fp32(halves[i]);
+    if (std::isnan(want)) {
+      EXPECT_TRUE(std::isnan(floats[i]));
+    } else {
+      EXPECT_EQ(floats[i], want) << i;
+    }
+  }
+  auto x = random_vector(1003, 11, 300.0f);  // odd length: SIMD body + scalar tail
+  x[0] = 1e-7f;
+  x[1] = -70000.0f;
+  x[2] = 1.0f + 1.0f / 2048.0f;
+  std::vector<uint16_t> h(x.size());
+  fp32_to_fp16_row(x.data(), h.data(), static_cast<int64_t>(x.size()));
+  for (size_t i = 0; i < x.size(); ++i) EXPECT_EQ(h[i], fp32_to_fp16(x[i])) << x[i];
+}
+
 TEST(RmsNorm, MatchesFloat64) {
   for (int64_t n : {1, 7, 256, 2560}) {
     auto x = random_vector(static_cast<size_t>(n), 1, 3.0f);
@@ -123,6 +145,13 @@ TEST(Gelu, TableMatchesTanhApproximation) {
   EXPECT_EQ(out[0], gelu(1.0f) * 2.0f);
   EXPECT_EQ(out[1], gelu(-2.0f) * 3.0f);
   EXPECT_EQ(out[2], 6.0f);
+  // long rows go through the chunked path: element-wise equal to gelu()
+  auto big = random_vector(1000, 12, 4.0f), ups = random_vector(1000, 13);
+  std::vector<float> res(1000, 0.0f);
+  geglu(big.data(), ups.data(), res.data(), 1000);
+  for (size_t i = 0; i < big.size(); ++i) EXPECT_EQ(res[i], gelu(big[i]) * ups[i]);
+  gelu_inplace(big.data(), 1000);
+  for (size_t i = 0; i < big.size(); ++i) EXPECT_EQ(big[i] * ups[i], res[i]);
 }
 
 TEST(Softcap, MatchesFloat64) {
@@ -210,6 +239,27 @@ TEST(Attention, CausalWindowGqaMatchesFloat64) {
                 c.hd, c.window, 1.0f, out.data(), p);
       for (size_t i = 0; i < out.size(); ++i) EXPECT_NEAR(out[i], ref[i], 2e-5) << i;
     }
+  }
+}
+
+TEST(Attention, ChunkedKeysEqualOnePass) {
+  const int64_t n_tokens = 6, q_pos0 = 50, n_kv = 56, H = 4, Hkv = 2, hd = 32;
+  auto q = random_vector(static_cast<size_t>(n_tokens * H * hd), 21, 2.0f);
+  auto k = random_vector(static_cast<size_t>(n_kv * Hkv * hd), 22, 2.0f);
+  auto v = random_vector(static_cast<size_t>(n_kv * Hkv * hd), 23);
+  for (int64_t window : {0, 20}) {
+    std::vector<double> ref;
+    reference_attention(q, n_tokens, q_pos0, k, v, n_kv, 0, H, Hkv, hd, window, 1.0, ref);
+    // chunks [40, 56), [0, 17), [17, 40): out of order, one of them invisible to the window
+    AttentionAccumulator acc;
+    acc.begin(n_tokens, H, hd);
+    for (auto [b, e] : {std::pair<int64_t, int64_t>{40, 56}, {0, 17}, {17, 40}}) {
+      acc.add(q.data(), q_pos0, k.data() + b * Hkv * hd, v.data() + b * Hkv * hd, e - b, b, Hkv,
+              window, 1.0f, nullptr);
+    }
+    std::vector<float> out(q.size());
+    acc.finish(out.data());
+    for (size_t i = 0; i < out.size(); ++i) EXPECT_NEAR(out[i], ref[i], 2e-5) << i;
   }
 }
 

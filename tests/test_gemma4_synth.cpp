@@ -236,7 +236,7 @@ TEST(Gemma4Synth, EveryWeightType) {
       {"q4_0", GgmlType::Q4_0, GgmlType::Q4_0, GgmlType::Q4_0, 0.15},
       {"q4_k", GgmlType::Q4_K, GgmlType::Q4_K, GgmlType::Q8_0, 0.15},
       {"q6_k", GgmlType::Q6_K, GgmlType::Q6_K, GgmlType::Q8_0, 0.04},
-      {"q4_k_m", GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q8_0, 0.15},
+      {"q4_k_m", GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q5_0, 0.15},  // llama-quantize mix
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.type);
@@ -247,7 +247,8 @@ TEST(Gemma4Synth, EveryWeightType) {
     // Q4_K_M gives attn_v / ffn_down Q6_K on llama-quantize's "more bits" layers (2 of 6).
     EXPECT_EQ(f->find_tensor("blk.2.attn_v.weight")->type, c.attn_v_layer2);
     EXPECT_EQ(f->find_tensor("blk.0.attn_v.weight")->type, c.ffn_gate);
-    // proj has rows of P = 64: too short for K-quant blocks, so those fall back to Q8_0.
+    // proj has rows of P = 64: too short for K-quant blocks (uniform types fall back to Q8_0,
+    // the llama-quantize mix to its own fallback, Q5_0).
     EXPECT_EQ(f->find_tensor("blk.0.proj.weight")->type, c.proj);
     EXPECT_EQ(f->find_tensor("blk.0.attn_norm.weight")->type, GgmlType::F32);
     // Small models quantize the same float draws, so they approximate the f32 model.
@@ -349,6 +350,43 @@ TEST(Gemma4Synth, LlamaCppRunsEveryTinyPreset) {
       ++n_lines;
     }
     EXPECT_EQ(n_lines, 3);
+  }
+}
+
+}  // namespace
+}  // namespace boltrt::model
+
+namespace boltrt::model {
+namespace {
+
+// Our reader on a file llama.cpp's own writer made (llama-quantize), and our q4_k_m mix against
+// the one llama-quantize picks for the same model: identical type for every tensor.
+TEST(Gemma4Synth, LlamaQuantizeAgreesWithOurMixAndReadsBack) {
+  std::string bin = test::llama_ref_bin();
+  if (bin.empty()) {
+    GTEST_SKIP()
+        << "llama-ref is not built (shared/tools/llama-ref/build.sh); cannot run llama-quantize";
+  }
+  auto dir = test::scratch_dir("synth_llama_quantize");
+  std::string f32 = synth(dir, "tiny-moe");
+  std::string theirs = dir + "/llama-q4_k_m.gguf";
+  std::string out;
+  int rc = test::run_command(
+      "LD_LIBRARY_PATH=" + bin + " " + bin + "/llama-quantize " + f32 + " " + theirs + " Q4_K_M",
+      &out);
+  ASSERT_EQ(rc, 0) << out;
+  Gemma4SynthOptions o;
+  o.type = "q4_k_m";
+  auto a = gguf::File::open(theirs);
+  auto b = gguf::File::open(synth(dir, "tiny-moe", o));
+  EXPECT_TRUE(a->warnings().empty()) << a->warnings()[0];
+  EXPECT_EQ(a->get_int("general.file_type"), b->get_int("general.file_type"));
+  ASSERT_EQ(a->tensors().size(), b->tensors().size());
+  for (const auto& t : b->tensors()) {
+    const gguf::TensorInfo* u = a->find_tensor(t.name);
+    ASSERT_NE(u, nullptr) << t.name;
+    EXPECT_EQ(type_traits(u->type).name, type_traits(t.type).name) << t.name;
+    for (int d = 0; d < 4; ++d) EXPECT_EQ(u->ne[d], t.ne[d]) << t.name;
   }
 }
 

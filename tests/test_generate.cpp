@@ -279,6 +279,18 @@ TEST(Generate, ReusesTheCachedPrefix) {
   EXPECT_EQ(f.model.context().front(), 6);
 }
 
+TEST(Generate, StartsOverWhenTheCacheCannotRollBackFarEnough) {
+  Fixture f(kWords, {}, 0);
+  f.model.next = [](const std::vector<int32_t>&) { return kEnd; };
+  f.model.max_rollback = 2;
+  f.run({6, 6, 6, 6, 6, 6});
+  f.model.decode_sizes.clear();
+  const auto result = f.run({6, 5});  // common prefix 1: a rollback of 5 is refused
+  EXPECT_EQ(result.stats.n_prompt_evaluated, 2);
+  EXPECT_EQ(f.model.context(), (std::vector<int32_t>{6, 5}));
+  EXPECT_EQ(f.generator->cached_tokens(), (std::vector<int32_t>{6, 5}));
+}
+
 TEST(Generate, IgnoreEndOfGenerationMasksEndTokens) {
   Fixture f(kWords, {1, kEnd}, 1);
   f.model.runner_up = [](const std::vector<int32_t>&) { return 5; };

@@ -61,6 +61,10 @@ TEST(SamplingDefaults, BadValuesNameTheKey) {
   const auto huge = file_with(
       [](gguf::Writer& w) { w.set_i64("general.sampling.penalty_last_n", int64_t{1} << 40); });
   EXPECT_THROW(sampling_defaults_from_gguf(*huge, SamplerConfig{}), Error);
+  // A negative window switches the penalties off, as libllama clamps it.
+  const auto negative =
+      file_with([](gguf::Writer& w) { w.set_i32("general.sampling.penalty_last_n", -1); });
+  EXPECT_EQ(sampling_defaults_from_gguf(*negative, SamplerConfig{}).penalty_last_n, 0);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // Malformed GGUF files, one defect each (shared/docs/gguf.md §8, §9, §14): every one must be
 // rejected with one boltrt::Error naming the field and the byte offset, never a crash.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -611,11 +612,43 @@ TEST(GgufMalformed, AcceptsCustomAlignmentUsedConsistently) {
 TEST(GgufMalformed, AcceptsTrailingBytesAndMissingFinalPadding) {
   RawFile f = base();
   auto bytes = f.build();
+  EXPECT_TRUE(File::parse(bytes, "clean.gguf")->warnings().empty());
   bytes.insert(bytes.end(), 100, 0xAB);
-  EXPECT_NO_THROW(File::parse(bytes, "trailing.gguf"));
+  auto trailing = File::parse(bytes, "trailing.gguf");
+  ASSERT_EQ(trailing->warnings().size(), 1u);
+  EXPECT_EQ(
+      trailing->warnings()[0],
+      fmt::format("100 bytes after the end of the tensor data (byte {})", bytes.size() - 100));
   RawFile g = base();
+  g.tensors[1].ne = {3, 2};  // 24 bytes: 8 bytes of padding follow
   g.pad_after_last = false;
-  EXPECT_NO_THROW(File::parse(g.build(), "unpadded.gguf"));
+  auto unpadded = File::parse(g.build(), "unpadded.gguf");
+  ASSERT_EQ(unpadded->warnings().size(), 1u);
+  EXPECT_EQ(unpadded->warnings()[0],
+            "the file ends 8 bytes short of the last tensor's padding (gguf.cpp's "
+            "payload-loading mode rejects this)");
+}
+
+TEST(GgufMalformed, WarnsAboutNonZeroPaddingAndSmallAlignment) {
+  RawFile f = base();
+  auto bytes = f.build();
+  bytes[f.data_offset - 1] = 0x55;  // inside the padding before the data
+  auto file = File::parse(bytes, "pad.gguf");
+  ASSERT_EQ(file->warnings().size(), 1u);
+  EXPECT_EQ(file->warnings()[0].rfind("non-zero padding between byte", 0), 0u);
+  RawFile h = base();
+  h.tensors[0].ne = {3};  // 12 bytes, then 20 bytes of padding
+  auto hb = h.build();
+  hb[h.data_offset + 12 + 5] = 0x66;
+  auto between = File::parse(hb, "pad2.gguf");
+  ASSERT_EQ(between->warnings().size(), 1u);
+  EXPECT_EQ(between->warnings()[0], "non-zero padding after tensor 'a'");
+  RawFile g = base();
+  g.kvs.push_back(kv_u32("general.alignment", 8));
+  g.alignment = 8;
+  auto small = File::parse(g.build(), "align8.gguf");
+  ASSERT_EQ(small->warnings().size(), 1u);
+  EXPECT_EQ(small->warnings()[0].rfind("alignment 8 is below 32", 0), 0u);
 }
 
 TEST(GgufMalformed, AcceptsVersion2) {

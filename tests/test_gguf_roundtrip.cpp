@@ -298,6 +298,14 @@ TEST(GgufRoundTrip, FullDiskIsOneClearError) {
   ::close(fd);
 }
 
+TEST(GgufRoundTrip, DevicesAreWrittenDirectly) {
+  if (!std::filesystem::is_character_file("/dev/null")) GTEST_SKIP() << "no /dev/null here";
+  Writer w;
+  w.set_u32("v", 1);
+  EXPECT_NO_THROW(w.write("/dev/null"));
+  EXPECT_TRUE(std::filesystem::is_character_file("/dev/null"));
+}
+
 TEST(GgufRoundTrip, UnwritableDirectory) {
   Writer w;
   try {

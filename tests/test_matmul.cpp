@@ -126,10 +126,13 @@ ConvertedActivations convert_activations(GgmlType t, const std::vector<float>& x
         break;
       case ActFormat::F16:
       case ActFormat::BF16: {
-        const auto* h = reinterpret_cast<const uint16_t*>(buf.data());
+        const auto* h = reinterpret_cast<const float*>(buf.data());
         const double rel = format == ActFormat::F16 ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8);
         for (int64_t k = 0; k < cols; ++k) {
-          xp[k] = format == ActFormat::F16 ? fp16_to_fp32(h[k]) : bf16_to_fp32(h[k]);
+          // Stored as f32 but rounded to the 16-bit format.
+          xp[k] = h[k];
+          EXPECT_EQ(h[k], format == ActFormat::F16 ? fp16_to_fp32(fp32_to_fp16(xo[k]))
+                                                   : bf16_to_fp32(fp32_to_bf16(xo[k])));
           ep[k] = rel * std::fabs(xo[k]);
         }
         break;

@@ -193,6 +193,21 @@ TEST(QuantErrors, RejectsValuesThatOverflowTheFp16Scale) {
   }
 }
 
+TEST(QuantErrors, ImportanceWeights) {
+  std::vector<float> x(256), qw(256, 1.0f);
+  for (int i = 0; i < 256; ++i) x[static_cast<size_t>(i)] = std::cos(0.37f * static_cast<float>(i));
+  std::vector<uint8_t> a(row_size(GgmlType::Q8_0, 256)), b(a.size());
+  quantize_row(GgmlType::Q8_0, x.data(), a.data(), 256);
+  quantize_row(GgmlType::Q8_0, x.data(), b.data(), 256, qw.data());  // Q8_0 ignores it
+  EXPECT_EQ(a, b);
+  std::vector<uint8_t> q(row_size(GgmlType::Q4_K, 256));
+  EXPECT_NO_THROW(quantize_row(GgmlType::Q4_K, x.data(), q.data(), 256, qw.data()));
+  qw[17] = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_THROW(quantize_row(GgmlType::Q4_K, x.data(), q.data(), 256, qw.data()), Error);
+  qw[17] = -1.0f;
+  EXPECT_THROW(quantize_row(GgmlType::Q4_K, x.data(), q.data(), 256, qw.data()), Error);
+}
+
 TEST(QuantErrors, RejectsBadShapesAndTypes) {
   std::vector<float> x(300, 1.0f);
   std::vector<uint8_t> q(4096);

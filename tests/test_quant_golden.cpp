@@ -25,7 +25,7 @@ struct Record {
   std::vector<uint8_t> payload;
 };
 
-enum Kind : uint32_t { kInput = 1, kDecode = 2, kEncode = 3, kHash = 4 };
+enum Kind : uint32_t { kInput = 1, kDecode = 2, kEncode = 3, kHash = 4, kWeighted = 5 };
 
 const std::vector<Record>& golden_records() {
   static const std::vector<Record> records = [] {
@@ -104,13 +104,14 @@ uint64_t sample_inputs(F&& f) {
 }
 
 TEST(QuantGolden, FileHasEveryRecordKind) {
-  int counts[5] = {};
+  int counts[6] = {};
   for (const Record& r : golden_records()) {
     ASSERT_GE(r.kind, 1u);
-    ASSERT_LE(r.kind, 4u);
+    ASSERT_LE(r.kind, 5u);
     counts[r.kind]++;
   }
-  EXPECT_EQ(counts[kInput], 3);
+  EXPECT_EQ(counts[kInput], 6);  // 3 input sets + their importance rows
+  EXPECT_EQ(counts[kWeighted], 3 * 11);
   EXPECT_EQ(counts[kDecode], 15);
   EXPECT_EQ(counts[kEncode], 3 * 15 + 2);
   EXPECT_EQ(counts[kHash], 3);
@@ -194,6 +195,41 @@ TEST(QuantGolden, QuantizeIsByteIdentical) {
     ++checked;
   }
   EXPECT_EQ(checked, 3 * 15 + 2);
+}
+
+// ggml_quantize_chunk with an imatrix (llama-quantize --imatrix): same bytes.
+TEST(QuantGolden, WeightedQuantizeIsByteIdentical) {
+  int checked = 0;
+  for (const Record& r : golden_records()) {
+    if (r.kind != kWeighted) continue;
+    const auto type = static_cast<GgmlType>(r.type);
+    const Record* input = find_input(r.aux);
+    const Record* importance = find_input(r.aux + 10);
+    ASSERT_NE(input, nullptr);
+    ASSERT_NE(importance, nullptr);
+    const int64_t n = r.count;
+    const size_t rows = input->payload.size() / 4 / static_cast<size_t>(n);
+    const std::vector<float> x = as_floats(input->payload.data(), rows * static_cast<size_t>(n));
+    const std::vector<float> qw = as_floats(importance->payload.data(), static_cast<size_t>(n));
+    const size_t row_bytes = row_size(type, n);
+    ASSERT_EQ(r.payload.size(), rows * row_bytes) << type_traits(type).name;
+    std::vector<uint8_t> q(row_bytes);
+    for (size_t row = 0; row < rows; ++row) {
+      quantize_row(type, x.data() + row * n, q.data(), n, qw.data());
+      const uint8_t* expected = r.payload.data() + row * row_bytes;
+      const size_t block_bytes = type_traits(type).type_size;
+      for (size_t b = 0; b < row_bytes; ++b) {
+        if (q[b] != expected[b]) {
+          ADD_FAILURE() << type_traits(type).name << " (imatrix) set " << r.aux << " row " << row
+                        << " block " << b / block_bytes << " byte " << b % block_bytes << ": got 0x"
+                        << std::hex << int{q[b]} << " expected 0x" << int{expected[b]} << std::dec;
+          break;
+        }
+      }
+    }
+    ++checked;
+  }
+  EXPECT_EQ(checked, 33);
 }
 
 // Root-mean-square error of llama.cpp's quantization of each input set (from the golden

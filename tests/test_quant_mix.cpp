@@ -178,6 +178,17 @@ TEST(QuantMix, Q8_0AndQ4_0) {
   EXPECT_EQ(layers_with(q6, "ffn_down.weight", GgmlType::Q6_K, 42), range(0, 41));
 }
 
+TEST(QuantMix, ImatrixRuleForQ4_0) {
+  const ModelDesc m = gemma4(kE4B);
+  std::map<std::string, GgmlType> t;
+  for (const TensorPlan& p : plan_quantization(m, FileType::Q4_0, /*has_imatrix=*/true)) {
+    t[m.tensors[p.index].name] = p.target;
+  }
+  EXPECT_EQ(layers_with(t, "ffn_down.weight", GgmlType::Q4_1, 42), range(0, 4));  // i < 42/8
+  EXPECT_EQ(layers_with(t, "ffn_down.weight", GgmlType::Q4_0, 42), range(5, 41));
+  EXPECT_EQ(layers_with(t, "ffn_up.weight", GgmlType::Q4_0, 42), range(0, 41));
+}
+
 TEST(QuantMix, UntiedOutputAndShapeFallbacks) {
   ModelDesc m;
   m.arch = "llama";

@@ -145,6 +145,70 @@ INSTANTIATE_TEST_SUITE_P(Gemma4, QuantizeModel,
                            return name;
                          });
 
+// An imatrix GGUF as llama-imatrix writes it, with deterministic positive sums for every
+// quantizable weight of `model_path` (per expert for 3-D tensors; expert 1 has count 0).
+void write_imatrix(const std::string& model_path, const std::string& path) {
+  const auto model = gguf::File::open(model_path);
+  gguf::Writer w;
+  w.set_string("general.type", "imatrix");
+  w.set_array_string("imatrix.datasets", {"synthetic.txt"});
+  w.set_u32("imatrix.chunk_count", 7);
+  w.set_u32("imatrix.chunk_size", 512);
+  static std::vector<std::vector<float>> keep;  // alive until write()
+  keep.clear();
+  uint32_t state = 12345;
+  for (const auto& t : model->tensors()) {
+    if (t.ne[1] <= 1 || !t.name.ends_with("weight")) continue;
+    const int64_t ne0 = t.ne[0], ne2 = t.ne[2];
+    keep.emplace_back(static_cast<size_t>(ne0 * ne2));
+    for (float& v : keep.back()) {
+      state = state * 1664525u + 1013904223u;
+      v = 1.0f + static_cast<float>(state >> 8) / static_cast<float>(1 << 20);
+    }
+    const int64_t sums_ne[2] = {ne0, ne2};
+    w.add_tensor_data(t.name + ".in_sum2", GgmlType::F32, sums_ne, keep.back().data());
+    keep.emplace_back(static_cast<size_t>(ne2), 37.0f);
+    if (ne2 > 1) keep.back()[1] = 0.0f;
+    const int64_t counts_ne[2] = {1, ne2};
+    w.add_tensor_data(t.name + ".counts", GgmlType::F32, counts_ne, keep.back().data());
+  }
+  w.write(path);
+}
+
+TEST(QuantizeModelCli, ImatrixMatchesLlamaQuantize) {
+  const std::string bin = test::llama_ref_bin();
+  const std::string dir = test::scratch_dir("quantize-imatrix");
+  const std::pair<const char*, const char*> cases[] = {{"tiny-moe", "Q4_K_M"}, {"tiny", "Q4_0"}};
+  for (const auto& [preset, ftype] : cases) {
+    const std::string in = synth(dir, preset, "f32");
+    const std::string imatrix = dir + "/" + preset + ".imatrix.gguf";
+    write_imatrix(in, imatrix);
+    const std::string out = dir + "/boltrt-" + preset + "-" + ftype + ".gguf";
+    std::string log;
+    ASSERT_EQ(test::run_command(test::cli_path() + " quantize --imatrix " + imatrix + " " + in +
+                                    " " + out + " " + ftype + " -t 2",
+                                &log),
+              0)
+        << log;
+    const auto q = gguf::File::open(out);
+    EXPECT_EQ(q->get_string("quantize.imatrix.dataset"), "synthetic.txt");
+    EXPECT_EQ(q->get_int("quantize.imatrix.chunks_count"), 7);
+    if (bin.empty()) continue;
+    const std::string ref = dir + "/llama-" + preset + "-" + ftype + ".gguf";
+    ASSERT_EQ(test::run_command(bin + "/llama-quantize --imatrix " + imatrix + " " + in + " " +
+                                    ref + " " + ftype + " 2",
+                                &log),
+              0)
+        << log;
+    EXPECT_TRUE(read_all(out) == read_all(ref))
+        << preset << " " << ftype << ": output differs from llama-quantize --imatrix";
+  }
+  if (bin.empty()) {
+    GTEST_SKIP() << "llama-ref not built (~/.cache/llama-ref/build/bin): skipped the comparison "
+                    "with llama-quantize --imatrix";
+  }
+}
+
 TEST(QuantizeModelCli, ErrorsAreOneLine) {
   const std::string dir = test::scratch_dir("quantize-errors");
   std::string log;

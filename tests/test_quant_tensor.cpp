@@ -69,6 +69,30 @@ TEST(ConvertTensor, FromHalfAndQuantizedSources) {
   }
 }
 
+TEST(ConvertTensor, ImportancePerExpertSlice) {
+  const int64_t n = 256, rows_per_slice = 4, slices = 3, rows = rows_per_slice * slices;
+  const auto x = gaussian(static_cast<size_t>(n * rows), 6);
+  std::vector<float> qw(static_cast<size_t>(n * slices));
+  for (size_t i = 0; i < qw.size(); ++i) qw[i] = 0.5f + static_cast<float>(i % 7);
+  const size_t rs = row_size(GgmlType::Q4_K, n);
+  std::vector<uint8_t> expected(rs * rows);
+  for (int64_t r = 0; r < rows; ++r) {
+    quantize_row(GgmlType::Q4_K, x.data() + r * n, expected.data() + r * rs, n,
+                 qw.data() + (r / rows_per_slice) * n);
+  }
+  ThreadPool pool(3);
+  // In two calls, the second starting at row 5 (first_row keeps the slices aligned).
+  std::vector<uint8_t> got(expected.size());
+  convert_tensor("t", GgmlType::F32, x.data(), GgmlType::Q4_K, got.data(), n, 5, &pool, qw.data(),
+                 rows_per_slice, 0);
+  convert_tensor("t", GgmlType::F32, x.data() + 5 * n, GgmlType::Q4_K, got.data() + 5 * rs, n,
+                 rows - 5, &pool, qw.data(), rows_per_slice, 5);
+  EXPECT_EQ(got, expected);
+  std::vector<uint8_t> plain(expected.size());
+  convert_tensor("t", GgmlType::F32, x.data(), GgmlType::Q4_K, plain.data(), n, rows, &pool);
+  EXPECT_NE(plain, expected);  // the weights do change the result
+}
+
 TEST(ConvertTensor, ErrorNamesTensorAndRow) {
   const int64_t n = 256, rows = 4;
   auto x = gaussian(static_cast<size_t>(n * rows), 5);

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <stdexcept>
 #include <vector>
 
 #include "runtime/thread_pool.h"
@@ -33,6 +34,25 @@ TEST(ThreadPool, RunUsesEveryThreadAndIsReusable) {
   }
 }
 
-TEST(ThreadPool, PhysicalCoresAtLeastOne) { EXPECT_GE(physical_core_count(), 1); }
+TEST(ThreadPool, PhysicalCoresAtLeastOne) {
+  EXPECT_GE(physical_core_count(), 1);
+}
+
+TEST(ThreadPool, ExceptionsReachTheCallerAfterAllThreadsFinish) {
+  ThreadPool pool(3);
+  for (int thrower : {0, 1, 2}) {
+    std::atomic<int> finished{0};
+    EXPECT_THROW(pool.run([&](int t) {
+      if (t == thrower) throw std::runtime_error("job failed");
+      finished++;
+    }),
+                 std::runtime_error);
+    EXPECT_EQ(finished.load(), 2);
+  }
+  // The pool is still usable.
+  std::atomic<int> ran{0};
+  pool.run([&](int) { ran++; });
+  EXPECT_EQ(ran.load(), 3);
+}
 
 }  // namespace boltrt

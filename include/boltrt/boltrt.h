@@ -84,7 +84,7 @@ struct Message {
   std::string
       reasoning;  ///< an assistant turn's thinking (dropped from history as the template does)
   std::vector<ToolCall> tool_calls;  ///< calls an assistant turn made
-  std::string tool_name;             ///< for role "tool": which tool answered
+  std::string tool_call_id;          ///< for role "tool": the id of the call it answers
 };
 
 /// Options for Session::apply_chat_template.

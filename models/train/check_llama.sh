@@ -39,7 +39,7 @@ for q in "What is 347 + 586?" "How many times does the letter 'e' appear in 'exc
   for mode in on off; do
     echo "-- thinking $mode: $q"
     "$BIN/llama-completion" -m "$MODELS/tiny-f32.gguf" -p "$("$PY" chat_prompt.py "$MODELS/tiny-f32.gguf" "$q" $mode)" \
-      -n 96 --temp 0 -no-cnv -sp --no-display-prompt 2>/dev/null
+      -n 160 --temp 0 -no-cnv -sp --no-display-prompt 2>/dev/null
     echo
   done
 done

@@ -46,18 +46,42 @@ FinishReason public_reason(EngineFinish reason) {
   return FinishReason::kCancelled;
 }
 
-// The engine's chat messages; tools and tool calls need the chat format's tool support.
-std::vector<ChatMessage> engine_messages(std::span<const Message> messages,
-                                         std::span<const Tool> tools) {
-  if (!tools.empty()) fail("tools are not supported by this build's chat format yet");
-  std::vector<ChatMessage> out;
-  for (size_t i = 0; i < messages.size(); ++i) {
-    const Message& m = messages[i];
-    if (m.role != "system" && m.role != "user" && m.role != "assistant")
-      fail("messages[{}]: role '{}' is not supported (system, user or assistant)", i, m.role);
-    if (!m.tool_calls.empty())
-      fail("messages[{}]: tool calls are not supported by this build's chat format yet", i);
-    out.push_back({m.role, m.content});
+using Json = nlohmann::ordered_json;
+
+// Messages and tools in OpenAI chat JSON, the form the chat formats take.
+Json messages_json(std::span<const Message> messages) {
+  Json out = Json::array();
+  for (const Message& m : messages) {
+    Json turn = {{"role", m.role}, {"content", m.content}};
+    if (!m.reasoning.empty()) turn["reasoning_content"] = m.reasoning;
+    if (!m.tool_call_id.empty()) turn["tool_call_id"] = m.tool_call_id;
+    if (!m.tool_calls.empty()) {
+      turn["tool_calls"] = Json::array();
+      for (const ToolCall& call : m.tool_calls) {
+        turn["tool_calls"].push_back(
+            {{"id", call.id},
+             {"type", "function"},
+             {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
+      }
+    }
+    out.push_back(std::move(turn));
+  }
+  return out;
+}
+
+Json tools_json(std::span<const Tool> tools) {
+  if (tools.empty()) return Json();
+  Json out = Json::array();
+  for (size_t i = 0; i < tools.size(); ++i) {
+    const Tool& t = tools[i];
+    if (t.name.empty()) fail("tools[{}]: the name is empty", i);
+    Json parameters = Json::parse(t.parameters.empty() ? "{}" : t.parameters, nullptr, false);
+    if (parameters.is_discarded())
+      fail("tools[{}] ('{}'): parameters are not valid JSON", i, t.name);
+    out.push_back(
+        {{"type", "function"},
+         {"function",
+          {{"name", t.name}, {"description", t.description}, {"parameters", parameters}}}});
   }
   return out;
 }
@@ -208,8 +232,9 @@ std::string Session::apply_chat_template(std::span<const Message> messages,
   if (!backend.has_chat_template()) fail("this model has no chat template");
   if (!options.add_generation_prompt)
     fail("apply_chat_template: add_generation_prompt = false is not supported yet");
-  const auto engine = engine_messages(messages, options.tools);
-  return backend.render_chat(engine, options.thinking);
+  return backend
+      .render_chat_json(messages_json(messages), tools_json(options.tools), options.thinking)
+      .text;
 }
 
 Result Session::generate(const Request& request, const TokenCallback& on_token) {
@@ -225,8 +250,11 @@ Result Session::generate(const Request& request, const TokenCallback& on_token) 
   // Thinking is on when asked for; a budget of 0 means no thinking tokens at all.
   const bool thinking = request.reasoning == Reasoning::kOn && request.reasoning_budget != 0;
 
-  const auto messages = engine_messages(request.messages, request.tools);
-  const std::vector<int32_t> prompt = prompt_tokens(backend, request.prompt, messages, thinking);
+  const Json tools = tools_json(request.tools);
+  const PreparedPrompt prepared = prepare_prompt(
+      backend, request.prompt, request.messages.empty() ? Json() : messages_json(request.messages),
+      tools, thinking);
+  const std::vector<int32_t>& prompt = prepared.tokens;
   s.generator->sampler() = Sampler(engine_sampling(backend, request.sampling));
 
   const auto markers = backend.reasoning_markers();
@@ -247,14 +275,14 @@ Result Session::generate(const Request& request, const TokenCallback& on_token) 
     return on_token(TokenInfo{event.token, released, reasoning, event.index});
   };
   GenerationResult generated = s.generator->generate(prompt, options);
-  splitter.finish();
-  if (generated.finish_reason == EngineFinish::kStopString)
-    splitter.truncate_at(generated.stop_string);
+  const ParsedReply reply = backend.parse_reply(prompt, prepared.chat, tools, generated);
 
   Result result;
   result.text = std::move(generated.text);
-  result.reasoning = splitter.reasoning();
-  result.content = splitter.content();
+  result.reasoning = reply.reasoning;
+  result.content = reply.content;
+  for (const auto& call : reply.tool_calls)
+    result.tool_calls.push_back({call.id, call.name, call.arguments});
   result.tokens = std::move(generated.tokens);
   result.finish_reason = public_reason(generated.finish_reason);
   const GenerationStats& g = generated.stats;
@@ -262,7 +290,7 @@ Result Session::generate(const Request& request, const TokenCallback& on_token) 
   st.prompt_tokens = g.n_prompt_tokens;
   st.prompt_evaluated = g.n_prompt_evaluated;
   st.generated_tokens = g.n_tokens;
-  st.reasoning_tokens = splitter.reasoning_tokens();
+  st.reasoning_tokens = reply.reasoning_tokens;
   st.time_to_first_token_ms = g.ttft_ms;
   st.prompt_ms = g.prompt_ms;
   st.generation_ms = g.generation_ms;

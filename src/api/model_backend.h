@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
 #include <string>
@@ -16,6 +17,24 @@
 #include "runtime/language_model.h"
 
 namespace boltrt {
+
+// A chat rendered for generation: the prompt text and the part of it that opens the
+// assistant's turn (the reply parser reads the output as its continuation).
+struct RenderedChat {
+  std::string text;
+  std::string generation_prompt;
+};
+
+// A reply taken apart. Tool calls are OpenAI-style: arguments as JSON text.
+struct ParsedToolCall {
+  std::string id, name, arguments;
+};
+struct ParsedReply {
+  std::string reasoning;
+  std::string content;
+  std::vector<ParsedToolCall> tool_calls;
+  int64_t reasoning_tokens = 0;
+};
 
 class ModelBackend {
  public:
@@ -38,6 +57,17 @@ class ModelBackend {
   virtual std::string render_chat(std::span<const ChatMessage> messages, bool thinking) const = 0;
   virtual std::optional<ReasoningMarkers> reasoning_markers() const = 0;
   virtual SamplerConfig sampling_defaults(const SamplerConfig& defaults) const = 0;
+
+  // A conversation in OpenAI chat JSON ([{"role", "content", "tool_calls", "tool_call_id"}])
+  // with OpenAI tool declarations (null or an array). The default handles system/user/assistant
+  // text turns through render_chat() and rejects tools; a format with tool support overrides it.
+  virtual RenderedChat render_chat_json(const nlohmann::ordered_json& messages,
+                                        const nlohmann::ordered_json& tools, bool thinking) const;
+  // Splits a finished generation into reasoning / content / tool calls. The default uses the
+  // reasoning markers (ReplySplitter) and finds no tool calls.
+  virtual ParsedReply parse_reply(std::span<const int32_t> prompt, const RenderedChat& chat,
+                                  const nlohmann::ordered_json& tools,
+                                  const GenerationResult& result) const;
 };
 
 struct BackendOptions {
@@ -52,8 +82,14 @@ struct BackendOptions {
 std::shared_ptr<ModelBackend> open_model_backend(const std::string& path,
                                                  const BackendOptions& options);
 
-// Prompt tokens for a plain prompt or a chat (thinking on/off) as `boltrt generate`/`chat` do.
-std::vector<int32_t> prompt_tokens(const ModelBackend& backend, const std::string& prompt,
-                                   std::span<const ChatMessage> messages, bool thinking);
+// The prompt of a request: a plain prompt (messages null or empty) is tokenized as it is, a
+// chat is rendered with the model's format and tokenized (BOS added as the vocabulary asks).
+struct PreparedPrompt {
+  std::vector<int32_t> tokens;
+  RenderedChat chat;  // empty for a plain prompt
+};
+PreparedPrompt prepare_prompt(const ModelBackend& backend, const std::string& prompt,
+                              const nlohmann::ordered_json& messages,
+                              const nlohmann::ordered_json& tools, bool thinking);
 
 }  // namespace boltrt

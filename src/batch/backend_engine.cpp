@@ -4,7 +4,6 @@
 
 #include <algorithm>
 
-#include "generate/reply_splitter.h"
 #include "util/error.h"
 
 namespace boltrt::batch {
@@ -18,21 +17,10 @@ class BackendEngine : public BatchEngine {
   MultiSequenceModel& model() override { return model_; }
   const GenerationVocab& vocab() const override { return backend_->vocab(); }
 
-  std::vector<int32_t> prompt_tokens(const BatchRequest& request) const override {
-    if (request.tools) fail("'tools' are not supported by this build's chat format yet");
-    std::vector<ChatMessage> messages;
-    if (request.messages) {
-      for (const auto& m : *request.messages) {
-        if (m.contains("tool_calls") && !m["tool_calls"].is_null())
-          fail("messages with 'tool_calls' are not supported by this build's chat format yet");
-        messages.push_back(
-            {m["role"].get<std::string>(), m.contains("content") && m["content"].is_string()
-                                               ? m["content"].get<std::string>()
-                                               : std::string()});
-      }
-    }
-    return boltrt::prompt_tokens(*backend_, request.prompt.value_or(""), messages,
-                                 request.reasoning == ReasoningMode::kOn);
+  PreparedPrompt prepare(const BatchRequest& request) const override {
+    return prepare_prompt(
+        *backend_, request.prompt.value_or(""), request.messages.value_or(nlohmann::ordered_json()),
+        request.tools.value_or(nlohmann::ordered_json()), request.reasoning == ReasoningMode::kOn);
   }
 
   // The reasoning controller of issue 9 plugs in here once it exists; until then a request's
@@ -41,20 +29,22 @@ class BackendEngine : public BatchEngine {
     return nullptr;
   }
 
-  int64_t split_output(const BatchRequest&, std::span<const int32_t> prompt,
+  int64_t split_output(const BatchRequest& request, const PreparedPrompt& prompt,
                        const GenerationResult& result, nlohmann::ordered_json& out) const override {
-    const auto markers = backend_->reasoning_markers();
-    ReplySplitter splitter(markers, ReplySplitter::prompt_opens_reasoning(prompt, markers));
-    const auto& end = backend_->vocab().end_of_generation;
-    for (int32_t token : result.tokens) {
-      if (std::find(end.begin(), end.end(), token) != end.end()) continue;
-      splitter.push(token, backend_->vocab().piece(token));
+    const auto tools = request.tools.value_or(nlohmann::ordered_json());
+    const ParsedReply reply = backend_->parse_reply(prompt.tokens, prompt.chat, tools, result);
+    out["reasoning"] = reply.reasoning;
+    out["content"] = reply.content;
+    if (request.tools) {
+      out["tool_calls"] = nlohmann::ordered_json::array();
+      for (const auto& call : reply.tool_calls) {
+        out["tool_calls"].push_back(
+            {{"id", call.id},
+             {"type", "function"},
+             {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
+      }
     }
-    splitter.finish();
-    if (result.finish_reason == FinishReason::kStopString) splitter.truncate_at(result.stop_string);
-    out["reasoning"] = splitter.reasoning();
-    out["content"] = splitter.content();
-    return splitter.reasoning_tokens();
+    return reply.reasoning_tokens;
   }
 
   std::string describe() const override {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "api/model_backend.h"
 #include "batch/request.h"
 #include "batch/sequence_batcher.h"
 #include "generate/generator.h"
@@ -18,13 +19,13 @@ class BatchEngine {
   virtual ~BatchEngine() = default;
   virtual MultiSequenceModel& model() = 0;
   virtual const GenerationVocab& vocab() const = 0;
-  // Prompt tokens for a request. Throws boltrt::Error for a request this model cannot run.
-  virtual std::vector<int32_t> prompt_tokens(const BatchRequest& request) const = 0;
+  // The prompt of a request. Throws boltrt::Error for a request this model cannot run.
+  virtual PreparedPrompt prepare(const BatchRequest& request) const = 0;
   // A per-request controller (reasoning on/off/budget), or nullptr.
   virtual std::unique_ptr<TokenController> controller(const BatchRequest& request) const = 0;
   // Adds "reasoning", "content" and "tool_calls" (when the model has a tool-call format) to
   // `out` from the generated text. Returns the number of reasoning tokens.
-  virtual int64_t split_output(const BatchRequest& request, std::span<const int32_t> prompt,
+  virtual int64_t split_output(const BatchRequest& request, const PreparedPrompt& prompt,
                                const GenerationResult& result,
                                nlohmann::ordered_json& out) const = 0;
   // One line saying how --parallel sequences share the model (for the run summary).

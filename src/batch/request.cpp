@@ -8,7 +8,7 @@
 namespace boltrt::batch {
 namespace {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 
 double number_field(const json& object, const char* name) {
   const json& value = object.at(name);

@@ -22,12 +22,12 @@ enum class ReasoningMode { kAuto, kOn, kOff };
 std::string_view to_string(ReasoningMode mode);
 
 struct BatchRequest {
-  int64_t line = 0;   // 1-based line number in the input file
-  nlohmann::json id;  // a string or an integer, echoed verbatim in the result
-  std::string key;    // id as compact JSON: the identity used for resume and duplicates
-  std::optional<std::string> prompt;       // plain completion ...
-  std::optional<nlohmann::json> messages;  // ... or chat: [{"role", "content"}, ...]
-  std::optional<nlohmann::json> tools;     // tool declarations (chat only), passed through
+  int64_t line = 0;           // 1-based line number in the input file
+  nlohmann::ordered_json id;  // a string or an integer, echoed verbatim in the result
+  std::string key;            // id as compact JSON: the identity used for resume and duplicates
+  std::optional<std::string> prompt;               // plain completion ...
+  std::optional<nlohmann::ordered_json> messages;  // ... or chat: [{"role", "content"}, ...]
+  std::optional<nlohmann::ordered_json> tools;     // tool declarations (chat only), passed through
   std::optional<int64_t> max_tokens;
   std::optional<float> temperature;
   std::optional<float> top_p;
@@ -49,6 +49,6 @@ BatchRequest parse_request(std::string_view line, int64_t line_number);
 bool is_valid_utf8(std::string_view text, size_t* bad_offset = nullptr);
 
 // The identity of an id value (compact JSON: "\"q1\"" and "7" differ).
-std::string id_key(const nlohmann::json& id);
+std::string id_key(const nlohmann::ordered_json& id);
 
 }  // namespace boltrt::batch

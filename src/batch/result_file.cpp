@@ -69,7 +69,8 @@ int64_t ResultFile::open_for_resume(const std::string& path) {
     const std::string_view line(content.data() + start, end - start);
     start = end + 1;
     if (line.empty()) continue;
-    nlohmann::json object = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    nlohmann::ordered_json object =
+        nlohmann::ordered_json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (!object.is_object() || !object.contains("id"))
       fail("{}:{}: not a result line (no JSON object with an 'id'); is this a results file?", path,
            line_number);

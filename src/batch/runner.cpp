@@ -18,7 +18,7 @@
 namespace boltrt::batch {
 namespace {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 using Clock = std::chrono::steady_clock;
 
 struct InputLineError {
@@ -185,10 +185,14 @@ BatchSummary run_batch(BatchEngine& engine, const BatchOptions& options) {
     if (request.presence_penalty) sampling.presence_penalty = *request.presence_penalty;
     if (request.seed) sampling.seed = *request.seed;
     sampling.validate();
+    // Every request starts from an empty cache: its result depends on nothing but the request
+    // (not on which request ran before it in this slot), so --parallel and --resume change
+    // nothing in the output.
+    generator.reset();
     generator.sampler() = Sampler(sampling);
 
     const auto t0 = Clock::now();
-    const std::vector<int32_t> prompt = engine.prompt_tokens(request);
+    const PreparedPrompt prompt = engine.prepare(request);
     std::unique_ptr<TokenController> controller = engine.controller(request);
     GenerationOptions gen;
     gen.max_tokens = request.max_tokens.value_or(options.max_tokens);
@@ -202,7 +206,7 @@ BatchSummary run_batch(BatchEngine& engine, const BatchOptions& options) {
     GenerationResult result;
     {
       SequenceBatcher::Participation participation(batcher);
-      result = generator.generate(prompt, gen);
+      result = generator.generate(prompt.tokens, gen);
     }
     if (result.finish_reason == FinishReason::kCancelled && stop) return;  // not finished
     const auto t1 = Clock::now();

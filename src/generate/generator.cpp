@@ -71,7 +71,13 @@ std::span<const float> Generator::prefill(std::span<const int32_t> prompt,
       ++reuse;
     }
   }
-  model_.rollback(static_cast<int64_t>(reuse));
+  try {
+    model_.rollback(static_cast<int64_t>(reuse));
+  } catch (const Error&) {
+    // Some caches cannot go back far (a sliding-window ring keeps only its window): start over.
+    reuse = 0;
+    model_.rollback(0);
+  }
   cached_.resize(reuse);
 
   std::span<const float> logits;

@@ -1,5 +1,6 @@
 #include "generate/sampling_defaults.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -35,10 +36,8 @@ SamplerConfig sampling_defaults_from_gguf(const gguf::File& file, SamplerConfig 
   c.temperature = read_float(file, "general.sampling.temp", c.temperature);
   c.penalty_last_n = read_int32(file, "general.sampling.penalty_last_n", c.penalty_last_n);
   c.repeat_penalty = read_float(file, "general.sampling.penalty_repeat", c.repeat_penalty);
-  if (c.penalty_last_n < -1) {
-    fail("{}: general.sampling.penalty_last_n = {} must be -1 or more", file.path(),
-         c.penalty_last_n);
-  }
+  // libllama clamps a negative window to 0 (penalties off).
+  c.penalty_last_n = std::max(c.penalty_last_n, 0);
   if (c.repeat_penalty <= 0.0f) {
     fail("{}: general.sampling.penalty_repeat = {} must be greater than 0", file.path(),
          c.repeat_penalty);

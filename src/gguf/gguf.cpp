@@ -276,6 +276,13 @@ class Parser {
   void check_known_key(const KeyValue& kv);
   void read_tensors();
   void place_tensors();
+  void collect_warnings();
+  bool zeros(uint64_t begin, uint64_t end) const {
+    for (uint64_t i = begin; i < end && i < size_; ++i) {
+      if (base_[i] != 0) return false;
+    }
+    return true;
+  }
 
   File& f_;
   const uint8_t* base_;
@@ -609,11 +616,46 @@ void Parser::place_tensors() {
   }
 }
 
+void Parser::collect_warnings() {
+  const uint64_t a = f_.alignment_;
+  auto& w = f_.warnings_;
+  if (a < 32) {
+    w.push_back(
+        fmt::format("alignment {} is below 32: llama.cpp's mmap CPU path needs 32-byte "
+                    "aligned tensor data",
+                    a));
+  }
+  if (!zeros(pos_, f_.data_offset_)) {
+    w.push_back(
+        fmt::format("non-zero padding between byte {} and the data at {}", pos_, f_.data_offset_));
+  }
+  uint64_t end = f_.data_offset_;
+  bool reported = false;
+  for (const TensorInfo& t : f_.tensors_) {
+    const uint64_t payload_end = f_.data_offset_ + t.offset + t.nbytes;
+    end = f_.data_offset_ + t.offset + align_up(t.nbytes, a);
+    if (!reported && !zeros(payload_end, end)) {
+      w.push_back(fmt::format("non-zero padding after tensor '{}'", t.name));
+      reported = true;
+    }
+  }
+  if (end > size_) {
+    w.push_back(
+        fmt::format("the file ends {} bytes short of the last tensor's padding "
+                    "(gguf.cpp's payload-loading mode rejects this)",
+                    end - size_));
+  } else if (end < size_ && !f_.tensors_.empty()) {
+    w.push_back(
+        fmt::format("{} bytes after the end of the tensor data (byte {})", size_ - end, end));
+  }
+}
+
 void Parser::run() {
   read_header();
   read_kvs();
   read_tensors();
   place_tensors();
+  collect_warnings();
 }
 
 // ---- File ---------------------------------------------------------------------------------------

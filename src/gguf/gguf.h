@@ -106,6 +106,10 @@ class File {
   std::optional<int64_t> get_arch_int(std::string_view suffix) const;
   std::optional<double> get_arch_float(std::string_view suffix) const;
 
+  // Oddities that do not stop loading (gguf.md §9 O, P): alignment below 32, non-zero padding,
+  // bytes after the data, a missing final padding. One line each.
+  const std::vector<std::string>& warnings() const { return warnings_; }
+
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
   const TensorInfo* find_tensor(std::string_view name) const;  // nullptr when absent
   // Pointer to a tensor's bytes inside the mapping (valid while the File lives).
@@ -123,6 +127,7 @@ class File {
   uint64_t data_offset_ = 0;
   std::vector<KeyValue> kv_;
   std::vector<TensorInfo> tensors_;
+  std::vector<std::string> warnings_;
   struct Index;  // name -> position lookups for keys and tensors
   std::unique_ptr<Index> index_;
   friend class Parser;

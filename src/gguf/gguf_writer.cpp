@@ -1,6 +1,7 @@
 #include "gguf/gguf_writer.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -462,6 +463,20 @@ void Writer::write_fd(int fd, const std::string& name) const {
 }
 
 void Writer::write(const std::string& path) const {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    // A device or pipe (/dev/null, /dev/stdout): no temporary, no rename.
+    int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) fail("{}: cannot open for writing: {}", path, std::strerror(errno));
+    try {
+      write_fd(fd, path);
+    } catch (...) {
+      ::close(fd);
+      throw;
+    }
+    ::close(fd);
+    return;
+  }
   std::string tmp = fmt::format("{}.tmp-{}", path, ::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) fail("{}: cannot create: {}", tmp, std::strerror(errno));

@@ -73,6 +73,7 @@ class Writer {
 
   // Writes PATH atomically (PATH.tmp-<pid> then rename). Throws boltrt::Error naming the path
   // and the failing operation (e.g. "No space left on device"); the temporary is removed.
+  // An existing non-regular PATH (/dev/null, a pipe) is written directly.
   void write(const std::string& path) const;
   // Writes to an open descriptor (no rename); `name` is used in error messages.
   void write_fd(int fd, const std::string& name) const;

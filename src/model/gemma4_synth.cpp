@@ -11,6 +11,7 @@
 #include "model/synth_vocab.h"
 #include "model/synth_weights.h"
 #include "quant/ggml_type.h"
+#include "quant/quant_mix.h"
 #include "runtime/thread_pool.h"
 #include "util/error.h"
 
@@ -126,58 +127,69 @@ struct Spec {
   WeightInit init;
 };
 
+// "Uniform" types put every matrix in one type (what kernel tests want); any other name is a
+// llama-quantize file type (q4_k_m, q4_k_s, q5_k_m, q5_k_s, q4_1, q5_0, q5_1) and gets exactly
+// llama-quantize's per-tensor mix (quant/quant_mix.h).
+constexpr std::string_view kUniformTypes[] = {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_k", "q6_k"};
+
+bool is_uniform(std::string_view t) {
+  return std::find(std::begin(kUniformTypes), std::end(kUniformTypes), t) !=
+         std::end(kUniformTypes);
+}
+
 uint32_t file_type_for(std::string_view t) {
   if (t == "f32") return 0;
   if (t == "f16") return 1;
   if (t == "bf16") return 32;
   if (t == "q8_0") return 7;
   if (t == "q4_0") return 2;
-  if (t == "q4_k") return 14;  // Q4_K_S: every matrix Q4_K
-  if (t == "q4_k_m") return 15;
+  if (t == "q4_k") return 14;  // every matrix Q4_K: closest llama ftype is Q4_K_S
   if (t == "q6_k") return 18;
-  fail("synth: unknown weight type '{}' (f32 f16 bf16 q8_0 q4_0 q4_k q6_k q4_k_m)", t);
+  if (auto f = file_type_from_name(t); f && *f != FileType::F32) return static_cast<uint32_t>(*f);
+  fail(
+      "synth: unknown weight type '{}' (f32 f16 bf16 q8_0 q4_0 q4_k q6_k, or a llama-quantize "
+      "type: {})",
+      t, file_type_names());
 }
 
-// llama-quantize's "use more bits" layer choice for Q4_K_M's attn_v / ffn_down.
-bool use_more_bits(int64_t il, int64_t n) {
-  return il < n / 8 || il >= 7 * n / 8 || (il - n / 8) % 3 == 2;
-}
-
-// Storage type of one matrix for the requested file type; rows that the type's block does not
-// divide fall back to Q8_0, then F16 (what llama-quantize does for odd widths, roughly).
-GgmlType matrix_type(std::string_view file_type, const std::string& name, int64_t ne0,
-                     int64_t layer, int64_t n_layer) {
-  GgmlType t;
-  if (file_type == "f32") {
-    t = GgmlType::F32;
-  } else if (file_type == "f16") {
-    t = GgmlType::F16;
-  } else if (file_type == "bf16") {
-    t = GgmlType::BF16;
-  } else if (file_type == "q8_0") {
-    t = GgmlType::Q8_0;
-  } else if (file_type == "q4_0") {
-    t = GgmlType::Q4_0;
-  } else if (file_type == "q6_k") {
-    t = GgmlType::Q6_K;
-  } else if (file_type == "q4_k") {
-    t = GgmlType::Q4_K;
-  } else {  // q4_k_m
-    bool more = name == "output.weight" ||
-                ((name.ends_with(".attn_v.weight") || name.ends_with(".ffn_down.weight")) &&
-                 use_more_bits(layer, n_layer));
-    t = more ? GgmlType::Q6_K : GgmlType::Q4_K;
-  }
+// Storage type of one matrix for a uniform type; rows that the type's block does not divide
+// fall back to Q8_0, then F16.
+GgmlType matrix_type(std::string_view file_type, int64_t ne0) {
+  GgmlType t = GgmlType::F32;
+  if (file_type == "f16") t = GgmlType::F16;
+  if (file_type == "bf16") t = GgmlType::BF16;
+  if (file_type == "q8_0") t = GgmlType::Q8_0;
+  if (file_type == "q4_0") t = GgmlType::Q4_0;
+  if (file_type == "q6_k") t = GgmlType::Q6_K;
+  if (file_type == "q4_k") t = GgmlType::Q4_K;
   if (ne0 % type_traits(t).block_size != 0) t = ne0 % 32 == 0 ? GgmlType::Q8_0 : GgmlType::F16;
   return t;
+}
+
+// llama-quantize's choice for every tensor of the model (all drawn as f32).
+void apply_quant_mix(std::vector<Spec>& specs, const Gemma4Config& c, std::string_view type) {
+  ModelDesc model;
+  model.arch = "gemma4";
+  model.n_layer = c.n_layer;
+  model.n_expert = c.n_expert;
+  for (const Spec& s : specs) {
+    TensorDesc d;
+    d.name = s.name;
+    d.type = GgmlType::F32;
+    for (size_t i = 0; i < s.ne.size(); ++i) d.ne[i] = s.ne[i];
+    model.tensors.push_back(std::move(d));
+  }
+  for (const TensorPlan& p : plan_quantization(model, *file_type_from_name(type))) {
+    specs[p.index].type = p.quantizable ? p.target : GgmlType::F32;
+  }
 }
 
 std::vector<Spec> build_specs(const Gemma4Config& c, std::string_view file_type) {
   std::vector<Spec> specs;
   const int64_t D = c.n_embd, L = c.n_layer, P = c.n_embd_per_layer;
-  auto matrix = [&](std::string name, std::vector<int64_t> ne, int64_t layer, double stddev = 0) {
+  auto matrix = [&](std::string name, std::vector<int64_t> ne, double stddev = 0) {
     Spec s{std::move(name), std::move(ne), GgmlType::F32, {}};
-    s.type = matrix_type(file_type, s.name, s.ne[0], layer, L);
+    s.type = matrix_type(file_type, s.ne[0]);
     s.init = WeightInit::normal(0.0, stddev > 0 ? stddev : 1.0 / std::sqrt(double(s.ne[0])));
     specs.push_back(std::move(s));
   };
@@ -189,14 +201,14 @@ std::vector<Spec> build_specs(const Gemma4Config& c, std::string_view file_type)
   };
 
   // Global tensors. token_embd rows have RMS 1/sqrt(D), so h = row * sqrt(D) has RMS 1.
-  matrix("token_embd.weight", {D, c.n_vocab}, -1);
+  matrix("token_embd.weight", {D, c.n_vocab});
   if (P > 0) {
-    matrix("per_layer_token_embd.weight", {P * L, c.n_vocab}, -1, 1.0 / std::sqrt(double(P)));
-    matrix("per_layer_model_proj.weight", {D, P * L}, -1);
+    matrix("per_layer_token_embd.weight", {P * L, c.n_vocab}, 1.0 / std::sqrt(double(P)));
+    matrix("per_layer_model_proj.weight", {D, P * L});
     norm("per_layer_proj_norm.weight", P);
   }
   norm("output_norm.weight", D);
-  if (!c.tied_output) matrix("output.weight", {D, c.n_vocab}, L);
+  if (!c.tied_output) matrix("output.weight", {D, c.n_vocab});
   bool any_full = std::find(c.is_swa.begin(), c.is_swa.end(), false) != c.is_swa.end();
   if (any_full) {
     int64_t rotating = static_cast<int64_t>(c.partial_rotary * c.head_dim_full / 2);
@@ -214,19 +226,19 @@ std::vector<Spec> build_specs(const Gemma4Config& c, std::string_view file_type)
     // 1.0) at unit variance instead of sqrt(hd), so the softmax is neither flat nor one-hot.
     const double qk_norm = 1.0 / std::sqrt(std::sqrt(double(hd)));
     norm(n("attn_norm.weight"), D);
-    matrix(n("attn_q.weight"), {D, c.n_head * hd}, il);
+    matrix(n("attn_q.weight"), {D, c.n_head * hd});
     norm(n("attn_q_norm.weight"), hd, qk_norm);
     if (has_kv || c.kv_on_shared_layers) {
-      matrix(n("attn_k.weight"), {D, hkv * hd}, il);
+      matrix(n("attn_k.weight"), {D, hkv * hd});
       norm(n("attn_k_norm.weight"), hd, qk_norm);
-      if (swa || !c.k_eq_v_on_full) matrix(n("attn_v.weight"), {D, hkv * hd}, il);
+      if (swa || !c.k_eq_v_on_full) matrix(n("attn_v.weight"), {D, hkv * hd});
     }
-    matrix(n("attn_output.weight"), {c.n_head * hd, D}, il);
+    matrix(n("attn_output.weight"), {c.n_head * hd, D});
     norm(n("post_attention_norm.weight"), D);
     norm(n("ffn_norm.weight"), D);
-    matrix(n("ffn_gate.weight"), {D, c.n_ff[il]}, il);
-    matrix(n("ffn_up.weight"), {D, c.n_ff[il]}, il);
-    matrix(n("ffn_down.weight"), {c.n_ff[il], D}, il);
+    matrix(n("ffn_gate.weight"), {D, c.n_ff[il]});
+    matrix(n("ffn_up.weight"), {D, c.n_ff[il]});
+    matrix(n("ffn_down.weight"), {c.n_ff[il], D});
     norm(n("post_ffw_norm.weight"), D);
     if (c.n_expert > 0) {
       // Router input is RMSNorm(h)/sqrt(D) (RMS 1/sqrt(D)); std 2 weights give router logits
@@ -239,21 +251,22 @@ std::vector<Spec> build_specs(const Gemma4Config& c, std::string_view file_type)
       norm(n("post_ffw_norm_1.weight"), D);
       norm(n("post_ffw_norm_2.weight"), D);
       if (c.split_experts) {
-        matrix(n("ffn_gate_exps.weight"), {D, c.n_ff_exp, c.n_expert}, il);
-        matrix(n("ffn_up_exps.weight"), {D, c.n_ff_exp, c.n_expert}, il);
+        matrix(n("ffn_gate_exps.weight"), {D, c.n_ff_exp, c.n_expert});
+        matrix(n("ffn_up_exps.weight"), {D, c.n_ff_exp, c.n_expert});
       } else {
-        matrix(n("ffn_gate_up_exps.weight"), {D, 2 * c.n_ff_exp, c.n_expert}, il);
+        matrix(n("ffn_gate_up_exps.weight"), {D, 2 * c.n_ff_exp, c.n_expert});
       }
-      matrix(n("ffn_down_exps.weight"), {c.n_ff_exp, D, c.n_expert}, il);
+      matrix(n("ffn_down_exps.weight"), {c.n_ff_exp, D, c.n_expert});
       norm(n("ffn_down_exps.scale"), c.n_expert);
     }
     if (P > 0) {
-      matrix(n("inp_gate.weight"), {D, P}, il);
-      matrix(n("proj.weight"), {P, D}, il);
+      matrix(n("inp_gate.weight"), {D, P});
+      matrix(n("proj.weight"), {P, D});
       norm(n("post_norm.weight"), D);
     }
     norm(n("layer_output_scale.weight"), 1, 1.0);
   }
+  if (!is_uniform(file_type)) apply_quant_mix(specs, c, file_type);
   return specs;
 }
 

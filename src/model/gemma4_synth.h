@@ -48,7 +48,9 @@ std::vector<std::string> gemma4_preset_names();
 Gemma4Config gemma4_preset(std::string_view name, int64_t n_layer = 0);
 
 struct Gemma4SynthOptions {
-  std::string type = "f32";  // f32 f16 bf16 q8_0 q4_0 q4_k q6_k q4_k_m
+  // f32 f16 bf16 q8_0 q4_0 q4_k q6_k: every matrix that type (rows it cannot hold: Q8_0/F16);
+  // q4_k_m q4_k_s q5_k_m q5_k_s q4_1 q5_0 q5_1: llama-quantize's per-tensor mix.
+  std::string type = "f32";
   uint64_t seed = 1;
   std::string vocab_from;  // copy the tokenizer from this GGUF instead of the built-in one
   int threads = 1;         // only speed; the output does not depend on it

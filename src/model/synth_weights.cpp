@@ -169,7 +169,9 @@ void encode_row(GgmlType type, const WeightInit& init, uint64_t tensor_seed, int
     }
     return;
   }
-  if (!random_blocks) {
+  const bool has_generator = type == GgmlType::Q8_0 || type == GgmlType::Q4_0 ||
+                             type == GgmlType::Q4_K || type == GgmlType::Q6_K;
+  if (!random_blocks || !has_generator) {
     scratch.resize(static_cast<size_t>(n));
     draw_row(init, tensor_seed, row, scratch.data(), n);
     quantize_row(type, scratch.data(), dst, n);

@@ -98,6 +98,7 @@ struct State {
   const ModelDesc& model;
   FileType ftype;
   bool falcon;
+  bool has_imatrix;
   bool tied_embeddings = true;
   int n_attention_wv = 0;
   int i_attention_wv = 0;
@@ -148,6 +149,9 @@ GgmlType mix_rules(State& s, const TensorDesc& t, Category category, GgmlType ty
       type = GgmlType::Q6_K;
     } else if (f == FileType::Q4_K_S && !s.falcon && i_layer < n_layer / 8) {
       type = GgmlType::Q5_K;
+    } else if ((f == FileType::Q4_0 || f == FileType::Q5_0) && s.has_imatrix &&
+               i_layer < n_layer / 8) {
+      type = f == FileType::Q4_0 ? GgmlType::Q4_1 : GgmlType::Q5_1;
     }
     ++s.i_ffn_down;
     return type;
@@ -296,7 +300,8 @@ bool tensor_allows_quantization(const TensorDesc& t) {
   return name != "position_embd.weight" && name != "token_types.weight";
 }
 
-std::vector<TensorPlan> plan_quantization(const ModelDesc& model, FileType ftype) {
+std::vector<TensorPlan> plan_quantization(const ModelDesc& model, FileType ftype,
+                                          bool has_imatrix) {
   const GgmlType default_type = file_type_default(ftype);
   std::vector<size_t> order(model.tensors.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -307,7 +312,7 @@ std::vector<TensorPlan> plan_quantization(const ModelDesc& model, FileType ftype
     return la != lb ? la < lb : na < nb;
   });
 
-  State s{model, ftype, model.arch == "falcon"};
+  State s{model, ftype, model.arch == "falcon", has_imatrix};
   for (const TensorDesc& t : model.tensors) {
     const Category c = category_of(t.name);
     if (is_attn_v_like(c)) ++s.n_attention_wv;

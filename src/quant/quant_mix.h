@@ -61,7 +61,10 @@ struct TensorPlan {
 // The tensors in the order llama.cpp writes them (non-layer tensors first, then by layer number,
 // then by name) with the type each one gets. Throws boltrt::Error for a tensor whose layer
 // number is out of range in a MoE model (as llama.cpp does).
-std::vector<TensorPlan> plan_quantization(const ModelDesc& model, FileType ftype);
+// has_imatrix: an importance matrix is used, which changes one rule (Q4_0/Q5_0 files get
+// Q4_1/Q5_1 for ffn_down in the first n_layer/8 layers).
+std::vector<TensorPlan> plan_quantization(const ModelDesc& model, FileType ftype,
+                                          bool has_imatrix = false);
 
 // Whether llama-quantize would quantize this tensor at all (§10.1 step 1).
 bool tensor_allows_quantization(const TensorDesc& t);

@@ -46,6 +46,23 @@ float make_qkx2_quants(int n, int nmax, const float* x, const float* weights, ui
                        float* the_min, uint8_t* Laux, float rmin, float rdelta, int nstep,
                        bool use_mad);
 
+// make_qkx2_quants(32, nmax, ..., use_mad = false) on the 8 sub-blocks of a 256-element
+// super-block at once (x, weights, L: 256 entries; scales, the_mins: 8), with identical results:
+// each sub-block is one lane whose sums run in the reference's order, so the compiler can
+// vectorize across sub-blocks (the Q4_K/Q5_K quantizers spend their time here).
+void make_qkx2_quants_x8(int nmax, const float* x, const float* weights, uint8_t* L, float* scales,
+                         float* the_mins, float rmin, float rdelta, int nstep);
+
+// §4.3 (imatrix paths): as make_qkx2_quants, except that weights == nullptr means w = x^2 and
+// a group with max <= min returns early.
+float make_qkx3_quants(int n, int nmax, const float* x, const float* weights, uint8_t* L,
+                       float* the_min, uint8_t* Laux, float rmin, float rdelta, int nstep,
+                       bool use_mad);
+
+// §4.4: unsigned codes (0..nmax) for the non-negative values x (group scales or mins) with
+// importance weights; returns the scale.
+float make_qp_quants(int n, int nmax, const float* x, uint8_t* L, const float* weights);
+
 // §6.1: index of the nearest IQ4_NL code book entry to v (ties go to the upper entry).
 int best_index_iq4nl(float v);
 

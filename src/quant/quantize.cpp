@@ -97,9 +97,8 @@ size_t quantize_row(GgmlType type, const float* src, void* dst, int64_t n,
     fail("quantize {}: {} elements is not a multiple of the block size {}", traits.name, n,
          traits.block_size);
   }
-  if (importance != nullptr && uses_importance(type)) {
-    fail("quantize {}: importance-matrix quantization is not implemented", traits.name);
-  }
+  // Types without an imatrix variant ignore the importance, as ggml_quantize_chunk does.
+  const float* qw = uses_importance(type) ? importance : nullptr;
   const size_t bytes = row_size(type, n);
   switch (type) {
     case GgmlType::F32:
@@ -131,21 +130,33 @@ size_t quantize_row(GgmlType type, const float* src, void* dst, int64_t n,
       fail("quantize {}: non-finite input {} at element {}", traits.name, src[i], i);
     }
   }
+  if (qw != nullptr) {
+    for (int64_t i = 0; i < n; ++i) {
+      if (!std::isfinite(qw[i]) || qw[i] < 0.0f) {
+        fail("quantize {}: importance weight {} at element {} is not a finite non-negative value",
+             traits.name, qw[i], i);
+      }
+    }
+  }
   switch (type) {
     case GgmlType::Q4_0:
-      quantize_q4_0(src, static_cast<BlockQ4_0*>(dst), n);
+      qw ? quantize_q4_0_weighted(src, static_cast<BlockQ4_0*>(dst), n, qw)
+         : quantize_q4_0(src, static_cast<BlockQ4_0*>(dst), n);
       check_scales<BlockQ4_0>(type, dst, n, QK4_0);
       break;
     case GgmlType::Q4_1:
-      quantize_q4_1(src, static_cast<BlockQ4_1*>(dst), n);
+      qw ? quantize_q4_1_weighted(src, static_cast<BlockQ4_1*>(dst), n, qw)
+         : quantize_q4_1(src, static_cast<BlockQ4_1*>(dst), n);
       check_scales<BlockQ4_1>(type, dst, n, QK4_1);
       break;
     case GgmlType::Q5_0:
-      quantize_q5_0(src, static_cast<BlockQ5_0*>(dst), n);
+      qw ? quantize_q5_0_weighted(src, static_cast<BlockQ5_0*>(dst), n, qw)
+         : quantize_q5_0(src, static_cast<BlockQ5_0*>(dst), n);
       check_scales<BlockQ5_0>(type, dst, n, QK5_0);
       break;
     case GgmlType::Q5_1:
-      quantize_q5_1(src, static_cast<BlockQ5_1*>(dst), n);
+      qw ? quantize_q5_1_weighted(src, static_cast<BlockQ5_1*>(dst), n, qw)
+         : quantize_q5_1(src, static_cast<BlockQ5_1*>(dst), n);
       check_scales<BlockQ5_1>(type, dst, n, QK5_1);
       break;
     case GgmlType::Q8_0:
@@ -157,23 +168,28 @@ size_t quantize_row(GgmlType type, const float* src, void* dst, int64_t n,
       check_scales<BlockQ8_1>(type, dst, n, QK8_1);
       break;
     case GgmlType::Q2_K:
-      quantize_q2_k(src, static_cast<BlockQ2_K*>(dst), n);
+      qw ? quantize_q2_k_weighted(src, static_cast<BlockQ2_K*>(dst), n, qw)
+         : quantize_q2_k(src, static_cast<BlockQ2_K*>(dst), n);
       check_scales<BlockQ2_K>(type, dst, n, QK_K);
       break;
     case GgmlType::Q3_K:
-      quantize_q3_k(src, static_cast<BlockQ3_K*>(dst), n);
+      qw ? quantize_q3_k_weighted(src, static_cast<BlockQ3_K*>(dst), n, qw)
+         : quantize_q3_k(src, static_cast<BlockQ3_K*>(dst), n);
       check_scales<BlockQ3_K>(type, dst, n, QK_K);
       break;
     case GgmlType::Q4_K:
-      quantize_q4_k(src, static_cast<BlockQ4_K*>(dst), n);
+      qw ? quantize_q4_k_weighted(src, static_cast<BlockQ4_K*>(dst), n, qw)
+         : quantize_q4_k(src, static_cast<BlockQ4_K*>(dst), n);
       check_scales<BlockQ4_K>(type, dst, n, QK_K);
       break;
     case GgmlType::Q5_K:
-      quantize_q5_k(src, static_cast<BlockQ5_K*>(dst), n);
+      qw ? quantize_q5_k_weighted(src, static_cast<BlockQ5_K*>(dst), n, qw)
+         : quantize_q5_k(src, static_cast<BlockQ5_K*>(dst), n);
       check_scales<BlockQ5_K>(type, dst, n, QK_K);
       break;
     case GgmlType::Q6_K:
-      quantize_q6_k(src, static_cast<BlockQ6_K*>(dst), n);
+      qw ? quantize_q6_k_weighted(src, static_cast<BlockQ6_K*>(dst), n, qw)
+         : quantize_q6_k(src, static_cast<BlockQ6_K*>(dst), n);
       check_scales<BlockQ6_K>(type, dst, n, QK_K);
       break;
     case GgmlType::Q8_K:
@@ -181,11 +197,11 @@ size_t quantize_row(GgmlType type, const float* src, void* dst, int64_t n,
       quantize_q8_k(src, static_cast<BlockQ8_K*>(dst), n);
       break;
     case GgmlType::IQ4_NL:
-      quantize_iq4_nl(src, static_cast<BlockIQ4_NL*>(dst), n);
+      quantize_iq4_nl(src, static_cast<BlockIQ4_NL*>(dst), n, qw);
       check_scales<BlockIQ4_NL>(type, dst, n, QK4_NL);
       break;
     case GgmlType::IQ4_XS:
-      quantize_iq4_xs(src, static_cast<BlockIQ4_XS*>(dst), n);
+      quantize_iq4_xs(src, static_cast<BlockIQ4_XS*>(dst), n, qw);
       check_scales<BlockIQ4_XS>(type, dst, n, QK_K);
       break;
     case GgmlType::MXFP4:

@@ -9,7 +9,9 @@
 namespace boltrt {
 
 // Quantizes n floats into dst (row_size(type, n) bytes). `importance` (n weights, may be null)
-// is used the way ggml uses an imatrix. Returns the bytes written.
+// is used the way ggml_quantize_chunk uses an imatrix; with it, n must be exactly one row (the
+// legacy types' weights use the mean square of the whole row). Types without an imatrix variant
+// (F32/F16/BF16, Q8_0, Q8_1, Q8_K, MXFP4) ignore it. Returns the bytes written.
 // Throws boltrt::Error for a type without a quantizer or a non-finite input.
 size_t quantize_row(GgmlType type, const float* src, void* dst, int64_t n,
                     const float* importance = nullptr);

@@ -19,11 +19,12 @@ namespace {
 constexpr int kTries = 7;
 
 // Best signed scale of one 32-element sub-block (0 for an all-zero one); codes go to L.
-float search_sub_block(const float* x, uint8_t* L) {
+// Weights: x^2, or with importance qw: qw * sqrt(sigma2 + x^2).
+float search_sub_block(const float* x, uint8_t* L, const float* qw, float sigma2) {
   float weight[32];
   float amax = 0.0f, max = 0.0f;
   for (int j = 0; j < 32; ++j) {
-    weight[j] = x[j] * x[j];
+    weight[j] = qw ? qw[j] * std::sqrt(sigma2 + x[j] * x[j]) : x[j] * x[j];
     const float ax = std::fabs(x[j]);
     if (ax > amax) {
       amax = ax;
@@ -64,12 +65,20 @@ void pack_nibbles(const uint8_t* L, uint8_t* qs) {
   for (int j = 0; j < 16; ++j) qs[j] = static_cast<uint8_t>(L[j] | L[j + 16] << 4);
 }
 
+// 2 * mean square of the super-block (the imatrix weights' sigma term).
+float sigma2_of(const float* x, int n) {
+  float sigma2 = 0.0f;
+  for (int j = 0; j < n; ++j) sigma2 += x[j] * x[j];
+  return sigma2 * (2.0f / static_cast<float>(n));
+}
+
 }  // namespace
 
-void quantize_iq4_nl(const float* x, BlockIQ4_NL* y, int64_t n) {
+void quantize_iq4_nl(const float* x, BlockIQ4_NL* y, int64_t n, const float* qw) {
   uint8_t L[32];
   for (int64_t i = 0; i < n / QK4_NL; ++i, x += QK4_NL) {
-    const float d = search_sub_block(x, L);
+    const float* qwb = qw ? qw + i * QK4_NL : nullptr;
+    const float d = search_sub_block(x, L, qwb, qwb ? sigma2_of(x, QK4_NL) : 0.0f);
     y[i].d = fp32_to_fp16(d);
     // The codes are recomputed with the fp32 scale (an all-zero block gets code 8 everywhere).
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
@@ -78,13 +87,15 @@ void quantize_iq4_nl(const float* x, BlockIQ4_NL* y, int64_t n) {
   }
 }
 
-void quantize_iq4_xs(const float* x, BlockIQ4_XS* y, int64_t n) {
+void quantize_iq4_xs(const float* x, BlockIQ4_XS* y, int64_t n, const float* qw) {
   uint8_t L[32];
   float scales[QK_K / 32];
   for (int64_t i = 0; i < n / QK_K; ++i, x += QK_K) {
+    const float* qwb = qw ? qw + i * QK_K : nullptr;
+    const float sigma2 = qwb ? sigma2_of(x, QK_K) : 0.0f;
     float max_scale = 0.0f, amax_scale = 0.0f;
     for (int ib = 0; ib < QK_K / 32; ++ib) {
-      scales[ib] = search_sub_block(x + 32 * ib, L);
+      scales[ib] = search_sub_block(x + 32 * ib, L, qwb ? qwb + 32 * ib : nullptr, sigma2);
       if (std::fabs(scales[ib]) > amax_scale) {
         amax_scale = std::fabs(scales[ib]);
         max_scale = scales[ib];

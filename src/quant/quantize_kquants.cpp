@@ -49,17 +49,18 @@ void pack_k4_scales(const uint8_t* ls, const uint8_t* lm, uint8_t* scales) {
 // 0..nmax) and the d/dmin/scales fields.
 void quantize_k4_like(const float* x, int nmax, float rmin, float rdelta, int nstep, uint8_t* L,
                       uint16_t& d_out, uint16_t& dmin_out, uint8_t* packed_scales) {
-  float scales[QK_K / 32], mins[QK_K / 32], weights[32];
-  uint8_t Laux[32];
-  float max_scale = 0.0f, max_min = 0.0f;
+  float scales[QK_K / 32], mins[QK_K / 32], weights[QK_K];
   for (int j = 0; j < QK_K / 32; ++j) {
     const float* xj = x + 32 * j;
     float sum_x2 = 0.0f;
     for (int l = 0; l < 32; ++l) sum_x2 += xj[l] * xj[l];
     const float av_x = std::sqrt(sum_x2 / 32.0f);
-    for (int l = 0; l < 32; ++l) weights[l] = av_x + std::fabs(xj[l]);
-    scales[j] = make_qkx2_quants(32, nmax, xj, weights, L + 32 * j, &mins[j], Laux, rmin, rdelta,
-                                 nstep, false);
+    for (int l = 0; l < 32; ++l) weights[32 * j + l] = av_x + std::fabs(xj[l]);
+  }
+  // make_qkx2_quants(32, nmax, ...) for all eight sub-blocks at once.
+  make_qkx2_quants_x8(nmax, x, weights, L, scales, mins, rmin, rdelta, nstep);
+  float max_scale = 0.0f, max_min = 0.0f;
+  for (int j = 0; j < QK_K / 32; ++j) {
     if (scales[j] > max_scale) max_scale = scales[j];
     if (mins[j] > max_min) max_min = mins[j];
   }
@@ -84,6 +85,105 @@ void quantize_k4_like(const float* x, int nmax, float rmin, float rdelta, int ns
     for (int l = 0; l < 32; ++l) {
       L[32 * j + l] =
           static_cast<uint8_t>(clamp_int(nearest_int((x[32 * j + l] + dm) / d), 0, nmax));
+    }
+  }
+}
+
+// Q3_K after d and the scales are stored: re-pass with the stored scales, then the hmask bits
+// and the 2-bit packing. L holds the search codes (l + 4) of groups the re-pass skips.
+void finish_q3_k(const float* x, int8_t* L, BlockQ3_K& b) {
+  for (int j = 0; j < QK_K / 16; ++j) {
+    const int sc = q3k_scale(j, b.scales) - 32;
+    const float d = fp16_to_fp32(b.d) * static_cast<float>(sc);
+    if (d == 0.0f) continue;
+    for (int l = 0; l < 16; ++l) {
+      L[16 * j + l] = static_cast<int8_t>(clamp_int(nearest_int(x[16 * j + l] / d), -4, 3) + 4);
+    }
+  }
+  // hmask bit (e / 32) of byte (e % 32) is set for codes >= 4, which then keep only 2 bits.
+  std::memset(b.hmask, 0, sizeof b.hmask);
+  uint8_t low[QK_K];
+  for (int e = 0; e < QK_K; ++e) {
+    int code = L[e];
+    if (code > 3) {
+      b.hmask[e % 32] = static_cast<uint8_t>(b.hmask[e % 32] | 1 << (e / 32));
+      code -= 4;
+    }
+    low[e] = static_cast<uint8_t>(code);
+  }
+  pack_2bit(low, b.qs);
+}
+
+// Chunk c (64 elements): byte l holds element 64c + l (low) and 64c + l + 32 (high).
+void pack_q4_k(const uint8_t* L, BlockQ4_K& b) {
+  for (int c = 0; c < QK_K / 64; ++c) {
+    for (int l = 0; l < 32; ++l) {
+      b.qs[32 * c + l] = static_cast<uint8_t>(L[64 * c + l] | L[64 * c + l + 32] << 4);
+    }
+  }
+}
+
+// Low nibbles as Q4_K; the 5th bit of element 64c + l (+32) is bit 2c (2c+1) of qh[l].
+void pack_q5_k(const uint8_t* L, BlockQ5_K& b) {
+  std::memset(b.qh, 0, sizeof b.qh);
+  for (int c = 0; c < QK_K / 64; ++c) {
+    for (int l = 0; l < 32; ++l) {
+      int lo = L[64 * c + l], hi = L[64 * c + l + 32];
+      if (lo > 15) {
+        lo -= 16;
+        b.qh[l] = static_cast<uint8_t>(b.qh[l] | 1 << (2 * c));
+      }
+      if (hi > 15) {
+        hi -= 16;
+        b.qh[l] = static_cast<uint8_t>(b.qh[l] | 2 << (2 * c));
+      }
+      b.qs[32 * c + l] = static_cast<uint8_t>(lo | hi << 4);
+    }
+  }
+}
+
+// Q6_K; qw (nullable) are the raw importance weights of the imatrix path.
+void quantize_q6_k_impl(const float* x, BlockQ6_K* y, int64_t n, const float* qw) {
+  int8_t L[QK_K];
+  float scales[QK_K / 16];
+  for (int64_t i = 0; i < n / QK_K; ++i, x += QK_K) {
+    const float* qwb = qw ? qw + i * QK_K : nullptr;
+    float max_scale = 0.0f, max_abs_scale = 0.0f;
+    for (int g = 0; g < QK_K / 16; ++g) {
+      scales[g] = make_qx_quants(16, 32, x + 16 * g, L + 16 * g, qwb ? qwb + 16 * g : nullptr);
+      const float abs_scale = std::fabs(scales[g]);
+      if (abs_scale > max_abs_scale) {
+        max_abs_scale = abs_scale;
+        max_scale = scales[g];
+      }
+    }
+    if (max_abs_scale < kGroupMaxEps) {
+      std::memset(&y[i], 0, sizeof y[i]);
+      continue;
+    }
+    const float iscale = -128.0f / max_scale;
+    y[i].d = fp32_to_fp16(1.0f / iscale);
+    for (int g = 0; g < QK_K / 16; ++g) {
+      y[i].scales[g] = static_cast<int8_t>(std::min(127, nearest_int(iscale * scales[g])));
+    }
+    for (int g = 0; g < QK_K / 16; ++g) {
+      const float d = fp16_to_fp32(y[i].d) * static_cast<float>(y[i].scales[g]);
+      if (d == 0.0f) continue;
+      for (int l = 0; l < 16; ++l) {
+        L[16 * g + l] =
+            static_cast<int8_t>(clamp_int(nearest_int(x[16 * g + l] / d), -32, 31) + 32);
+      }
+    }
+    // Chunk c (128 elements): ql[64c + l] holds elements l (low) and l+64 (high),
+    // ql[64c + 32 + l] holds l+32 and l+96; qh[32c + l] holds their top 2 bits at 0, 2, 4, 6.
+    for (int c = 0; c < QK_K / 128; ++c) {
+      const int8_t* Lc = L + 128 * c;
+      for (int l = 0; l < 32; ++l) {
+        y[i].ql[64 * c + l] = static_cast<uint8_t>((Lc[l] & 15) | (Lc[l + 64] & 15) << 4);
+        y[i].ql[64 * c + l + 32] = static_cast<uint8_t>((Lc[l + 32] & 15) | (Lc[l + 96] & 15) << 4);
+        y[i].qh[32 * c + l] = static_cast<uint8_t>(Lc[l] >> 4 | (Lc[l + 32] >> 4) << 2 |
+                                                   (Lc[l + 64] >> 4) << 4 | (Lc[l + 96] >> 4) << 6);
+      }
     }
   }
 }
@@ -166,26 +266,7 @@ void quantize_q3_k(const float* x, BlockQ3_K* y, int64_t n) {
     } else {
       y[i].d = fp32_to_fp16(0.0f);
     }
-    for (int j = 0; j < QK_K / 16; ++j) {
-      const int sc = q3k_scale(j, y[i].scales) - 32;
-      const float d = fp16_to_fp32(y[i].d) * static_cast<float>(sc);
-      if (d == 0.0f) continue;
-      for (int l = 0; l < 16; ++l) {
-        L[16 * j + l] = static_cast<int8_t>(clamp_int(nearest_int(x[16 * j + l] / d), -4, 3) + 4);
-      }
-    }
-    // hmask bit (e / 32) of byte (e % 32) is set for codes >= 4, which then keep only 2 bits.
-    std::memset(y[i].hmask, 0, sizeof y[i].hmask);
-    uint8_t low[QK_K];
-    for (int e = 0; e < QK_K; ++e) {
-      int code = L[e];
-      if (code > 3) {
-        y[i].hmask[e % 32] = static_cast<uint8_t>(y[i].hmask[e % 32] | 1 << (e / 32));
-        code -= 4;
-      }
-      low[e] = static_cast<uint8_t>(code);
-    }
-    pack_2bit(low, y[i].qs);
+    finish_q3_k(x, L, y[i]);
   }
 }
 
@@ -196,12 +277,7 @@ void quantize_q4_k(const float* x, BlockQ4_K* y, int64_t n) {
     quantize_k4_like(x, 15, -1.0f, 0.1f, 20, L, d, dmin, y[i].scales);
     y[i].d = d;
     y[i].dmin = dmin;
-    // Chunk c (64 elements): byte l holds element 64c + l (low) and 64c + l + 32 (high).
-    for (int c = 0; c < QK_K / 64; ++c) {
-      for (int l = 0; l < 32; ++l) {
-        y[i].qs[32 * c + l] = static_cast<uint8_t>(L[64 * c + l] | L[64 * c + l + 32] << 4);
-      }
-    }
+    pack_q4_k(L, y[i]);
   }
 }
 
@@ -212,66 +288,12 @@ void quantize_q5_k(const float* x, BlockQ5_K* y, int64_t n) {
     quantize_k4_like(x, 31, -0.5f, 0.1f, 15, L, d, dmin, y[i].scales);
     y[i].d = d;
     y[i].dmin = dmin;
-    std::memset(y[i].qh, 0, sizeof y[i].qh);
-    for (int c = 0; c < QK_K / 64; ++c) {
-      for (int l = 0; l < 32; ++l) {
-        int lo = L[64 * c + l], hi = L[64 * c + l + 32];
-        if (lo > 15) {
-          lo -= 16;
-          y[i].qh[l] = static_cast<uint8_t>(y[i].qh[l] | 1 << (2 * c));
-        }
-        if (hi > 15) {
-          hi -= 16;
-          y[i].qh[l] = static_cast<uint8_t>(y[i].qh[l] | 2 << (2 * c));
-        }
-        y[i].qs[32 * c + l] = static_cast<uint8_t>(lo | hi << 4);
-      }
-    }
+    pack_q5_k(L, y[i]);
   }
 }
 
 void quantize_q6_k(const float* x, BlockQ6_K* y, int64_t n) {
-  int8_t L[QK_K];
-  float scales[QK_K / 16];
-  for (int64_t i = 0; i < n / QK_K; ++i, x += QK_K) {
-    float max_scale = 0.0f, max_abs_scale = 0.0f;
-    for (int g = 0; g < QK_K / 16; ++g) {
-      scales[g] = make_qx_quants(16, 32, x + 16 * g, L + 16 * g, nullptr);
-      const float abs_scale = std::fabs(scales[g]);
-      if (abs_scale > max_abs_scale) {
-        max_abs_scale = abs_scale;
-        max_scale = scales[g];
-      }
-    }
-    if (max_abs_scale < kGroupMaxEps) {
-      std::memset(&y[i], 0, sizeof y[i]);
-      continue;
-    }
-    const float iscale = -128.0f / max_scale;
-    y[i].d = fp32_to_fp16(1.0f / iscale);
-    for (int g = 0; g < QK_K / 16; ++g) {
-      y[i].scales[g] = static_cast<int8_t>(std::min(127, nearest_int(iscale * scales[g])));
-    }
-    for (int g = 0; g < QK_K / 16; ++g) {
-      const float d = fp16_to_fp32(y[i].d) * static_cast<float>(y[i].scales[g]);
-      if (d == 0.0f) continue;
-      for (int l = 0; l < 16; ++l) {
-        L[16 * g + l] =
-            static_cast<int8_t>(clamp_int(nearest_int(x[16 * g + l] / d), -32, 31) + 32);
-      }
-    }
-    // Chunk c (128 elements): ql[64c + l] holds elements l (low) and l+64 (high),
-    // ql[64c + 32 + l] holds l+32 and l+96; qh[32c + l] holds their top 2 bits at 0, 2, 4, 6.
-    for (int c = 0; c < QK_K / 128; ++c) {
-      const int8_t* Lc = L + 128 * c;
-      for (int l = 0; l < 32; ++l) {
-        y[i].ql[64 * c + l] = static_cast<uint8_t>((Lc[l] & 15) | (Lc[l + 64] & 15) << 4);
-        y[i].ql[64 * c + l + 32] = static_cast<uint8_t>((Lc[l + 32] & 15) | (Lc[l + 96] & 15) << 4);
-        y[i].qh[32 * c + l] = static_cast<uint8_t>(Lc[l] >> 4 | (Lc[l + 32] >> 4) << 2 |
-                                                   (Lc[l + 64] >> 4) << 4 | (Lc[l + 96] >> 4) << 6);
-      }
-    }
-  }
+  quantize_q6_k_impl(x, y, n, nullptr);
 }
 
 void quantize_q8_k(const float* x, BlockQ8_K* y, int64_t n) {
@@ -300,6 +322,150 @@ void quantize_q8_k(const float* x, BlockQ8_K* y, int64_t n) {
     }
     y[i].d = 1.0f / iscale;
   }
+}
+
+// ---- importance-matrix variants (llama-quantize --imatrix; §5.2-5.6 "With an imatrix") ----
+
+namespace {
+
+// sum(x^2) over the super-block, times `factor` (1 for Q2_K, 2 for the others), divided by 256.
+float super_block_sigma2(const float* x, float factor) {
+  float sum_x2 = 0.0f;
+  for (int l = 0; l < QK_K; ++l) sum_x2 += x[l] * x[l];
+  return factor * sum_x2 / static_cast<float>(QK_K);
+}
+
+// Q4_K/Q5_K with weights: per-32 qkx3 search, then make_qp_quants for the 6-bit scales and mins.
+void quantize_k4_like_weighted(const float* x, const float* qw, int nmax, bool clamp_codes,
+                               uint8_t* L, uint16_t& d_out, uint16_t& dmin_out,
+                               uint8_t* packed_scales) {
+  float scales[QK_K / 32], mins[QK_K / 32], sw[QK_K / 32], weights[32];
+  uint8_t Laux[32], Ls[QK_K / 32], Lm[QK_K / 32];
+  const float sigma2 = super_block_sigma2(x, 2.0f);
+  for (int j = 0; j < QK_K / 32; ++j) {
+    for (int l = 0; l < 32; ++l) {
+      weights[l] = qw[32 * j + l] * std::sqrt(sigma2 + x[32 * j + l] * x[32 * j + l]);
+    }
+    float sumw = 0.0f;
+    for (int l = 0; l < 32; ++l) sumw += weights[l];
+    sw[j] = sumw;
+    scales[j] = make_qkx3_quants(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], Laux, -0.9f,
+                                 0.05f, 36, false);
+  }
+  const float d_block = make_qp_quants(QK_K / 32, 63, scales, Ls, sw);
+  const float m_block = make_qp_quants(QK_K / 32, 63, mins, Lm, sw);
+  if (clamp_codes) {  // Q5_K clamps the codes to 63 again; Q4_K does not
+    for (int j = 0; j < QK_K / 32; ++j) {
+      Ls[j] = std::min<uint8_t>(63, Ls[j]);
+      Lm[j] = std::min<uint8_t>(63, Lm[j]);
+    }
+  }
+  std::memset(packed_scales, 0, K_SCALE_SIZE);
+  pack_k4_scales(Ls, Lm, packed_scales);
+  d_out = fp32_to_fp16(d_block);
+  dmin_out = fp32_to_fp16(m_block);
+  for (int j = 0; j < QK_K / 32; ++j) {
+    int sc, m;
+    k4_scale_min(j, packed_scales, sc, m);
+    const float d = fp16_to_fp32(d_out) * static_cast<float>(sc);
+    if (d == 0.0f) continue;
+    const float dm = fp16_to_fp32(dmin_out) * static_cast<float>(m);
+    for (int l = 0; l < 32; ++l) {
+      L[32 * j + l] =
+          static_cast<uint8_t>(clamp_int(nearest_int((x[32 * j + l] + dm) / d), 0, nmax));
+    }
+  }
+}
+
+}  // namespace
+
+void quantize_q2_k_weighted(const float* x, BlockQ2_K* y, int64_t n, const float* qw) {
+  uint8_t L[QK_K], Laux[16], Ls[QK_K / 16], Lm[QK_K / 16];
+  float weight[16], mins[QK_K / 16], scales[QK_K / 16], sw[QK_K / 16];
+  for (int64_t i = 0; i < n / QK_K; ++i, x += QK_K, qw += QK_K) {
+    const float sigma2 = super_block_sigma2(x, 1.0f);
+    for (int j = 0; j < QK_K / 16; ++j) {
+      for (int l = 0; l < 16; ++l) {
+        weight[l] = qw[16 * j + l] * std::sqrt(sigma2 + x[16 * j + l] * x[16 * j + l]);
+      }
+      sw[j] = 0.0f;
+      for (int l = 0; l < 16; ++l) sw[j] += weight[l];
+      scales[j] = make_qkx3_quants(16, 3, x + 16 * j, weight, L + 16 * j, &mins[j], Laux, -0.9f,
+                                   0.05f, 36, false);
+    }
+    const float dm = make_qp_quants(QK_K / 16, 15, scales, Ls, sw);
+    const float mm = make_qp_quants(QK_K / 16, 15, mins, Lm, sw);
+    y[i].d = fp32_to_fp16(dm);
+    y[i].dmin = fp32_to_fp16(mm);
+    for (int j = 0; j < QK_K / 16; ++j) y[i].scales[j] = static_cast<uint8_t>(Ls[j] | Lm[j] << 4);
+    const float d_all = fp16_to_fp32(y[i].d), m_all = fp16_to_fp32(y[i].dmin);
+    for (int j = 0; j < QK_K / 16; ++j) {
+      const float d = d_all * static_cast<float>(y[i].scales[j] & 15);
+      if (d == 0.0f) continue;
+      const float m = m_all * static_cast<float>(y[i].scales[j] >> 4);
+      for (int l = 0; l < 16; ++l) {
+        L[16 * j + l] = static_cast<uint8_t>(clamp_int(nearest_int((x[16 * j + l] + m) / d), 0, 3));
+      }
+    }
+    pack_2bit(L, y[i].qs);
+  }
+}
+
+void quantize_q3_k_weighted(const float* x, BlockQ3_K* y, int64_t n, const float* qw) {
+  int8_t L[QK_K], Ls[QK_K / 16];
+  float scales[QK_K / 16], weight[16], sw[QK_K / 16];
+  for (int64_t i = 0; i < n / QK_K; ++i, x += QK_K, qw += QK_K) {
+    const float sigma2 = super_block_sigma2(x, 2.0f);
+    for (int j = 0; j < QK_K / 16; ++j) {
+      for (int l = 0; l < 16; ++l) {
+        weight[l] = qw[16 * j + l] * std::sqrt(sigma2 + x[16 * j + l] * x[16 * j + l]);
+      }
+      float sumw = 0.0f;
+      for (int l = 0; l < 16; ++l) sumw += weight[l];
+      sw[j] = sumw;
+      scales[j] = make_qx_quants(16, 4, x + 16 * j, L + 16 * j, weight);
+    }
+    std::memset(y[i].scales, 0, sizeof y[i].scales);
+    const float d_block = make_qx_quants(QK_K / 16, 32, scales, Ls, sw);
+    for (int j = 0; j < QK_K / 16; ++j) {
+      const int l = Ls[j];
+      if (j < 8) {
+        y[i].scales[j] = static_cast<uint8_t>(l & 15);
+      } else {
+        y[i].scales[j - 8] = static_cast<uint8_t>(y[i].scales[j - 8] | (l & 15) << 4);
+      }
+      y[i].scales[j % 4 + 8] =
+          static_cast<uint8_t>(y[i].scales[j % 4 + 8] | (l >> 4) << (2 * (j / 4)));
+    }
+    y[i].d = fp32_to_fp16(d_block);
+    finish_q3_k(x, L, y[i]);
+  }
+}
+
+void quantize_q4_k_weighted(const float* x, BlockQ4_K* y, int64_t n, const float* qw) {
+  uint8_t L[QK_K];
+  for (int64_t i = 0; i < n / QK_K; ++i, x += QK_K, qw += QK_K) {
+    uint16_t d, dmin;
+    quantize_k4_like_weighted(x, qw, 15, false, L, d, dmin, y[i].scales);
+    y[i].d = d;
+    y[i].dmin = dmin;
+    pack_q4_k(L, y[i]);
+  }
+}
+
+void quantize_q5_k_weighted(const float* x, BlockQ5_K* y, int64_t n, const float* qw) {
+  uint8_t L[QK_K];
+  for (int64_t i = 0; i < n / QK_K; ++i, x += QK_K, qw += QK_K) {
+    uint16_t d, dmin;
+    quantize_k4_like_weighted(x, qw, 31, true, L, d, dmin, y[i].scales);
+    y[i].d = d;
+    y[i].dmin = dmin;
+    pack_q5_k(L, y[i]);
+  }
+}
+
+void quantize_q6_k_weighted(const float* x, BlockQ6_K* y, int64_t n, const float* qw) {
+  quantize_q6_k_impl(x, y, n, qw);
 }
 
 }  // namespace boltrt::quant_detail

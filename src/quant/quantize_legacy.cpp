@@ -151,6 +151,87 @@ void quantize_q8_1(const float* x, BlockQ8_1* y, int64_t n) {
 
 namespace {
 
+// Weights of the imatrix paths of the 32-element types: qw * sqrt(sigma2 + x^2), with sigma2 the
+// mean square of the whole row.
+float row_sigma2(const float* x, int64_t n) {
+  float sum_x2 = 0.0f;
+  for (int64_t j = 0; j < n; ++j) sum_x2 += x[j] * x[j];
+  return sum_x2 / static_cast<float>(n);
+}
+
+void block_weights(const float* x, const float* qw, float sigma2, float* w) {
+  for (int j = 0; j < 32; ++j) w[j] = qw[j] * std::sqrt(sigma2 + x[j] * x[j]);
+}
+
+template <typename Block>
+void pack_q5(const uint8_t* L, Block& b) {
+  uint32_t qh = 0;
+  for (int j = 0; j < 16; ++j) {
+    b.qs[j] = static_cast<uint8_t>((L[j] & 15) | (L[j + 16] & 15) << 4);
+    qh |= static_cast<uint32_t>((L[j] & 0x10u) >> 4) << j;
+    qh |= static_cast<uint32_t>((L[j + 16] & 0x10u) >> 4) << (j + 16);
+  }
+  store_u32_le(b.qh, qh);
+}
+
+}  // namespace
+
+void quantize_q4_0_weighted(const float* x, BlockQ4_0* y, int64_t n, const float* qw) {
+  const float sigma2 = row_sigma2(x, n);
+  float w[32];
+  int8_t L[32];
+  for (int64_t i = 0; i < n / QK4_0; ++i) {
+    const float* xb = x + 32 * i;
+    block_weights(xb, qw + 32 * i, sigma2, w);
+    y[i].d = fp32_to_fp16(make_qx_quants(32, 8, xb, L, w));
+    for (int j = 0; j < 16; ++j) y[i].qs[j] = static_cast<uint8_t>(L[j] | L[j + 16] << 4);
+  }
+}
+
+void quantize_q5_0_weighted(const float* x, BlockQ5_0* y, int64_t n, const float* qw) {
+  const float sigma2 = row_sigma2(x, n);
+  float w[32];
+  int8_t L[32];
+  uint8_t codes[32];
+  for (int64_t i = 0; i < n / QK5_0; ++i) {
+    const float* xb = x + 32 * i;
+    block_weights(xb, qw + 32 * i, sigma2, w);
+    y[i].d = fp32_to_fp16(make_qx_quants(32, 16, xb, L, w));
+    for (int j = 0; j < 32; ++j) codes[j] = static_cast<uint8_t>(L[j]);
+    pack_q5(codes, y[i]);
+  }
+}
+
+void quantize_q4_1_weighted(const float* x, BlockQ4_1* y, int64_t n, const float* qw) {
+  const float sigma2 = row_sigma2(x, n);
+  float w[32], min;
+  uint8_t L[32], Laux[32];
+  for (int64_t i = 0; i < n / QK4_1; ++i) {
+    const float* xb = x + 32 * i;
+    block_weights(xb, qw + 32 * i, sigma2, w);
+    const float d = make_qkx3_quants(32, 15, xb, w, L, &min, Laux, -0.9f, 0.05f, 36, false);
+    y[i].d = fp32_to_fp16(d);
+    y[i].m = fp32_to_fp16(-min);
+    for (int j = 0; j < 16; ++j) y[i].qs[j] = static_cast<uint8_t>(L[j] | L[j + 16] << 4);
+  }
+}
+
+void quantize_q5_1_weighted(const float* x, BlockQ5_1* y, int64_t n, const float* qw) {
+  const float sigma2 = row_sigma2(x, n);
+  float w[32], min;
+  uint8_t L[32], Laux[32];
+  for (int64_t i = 0; i < n / QK5_1; ++i) {
+    const float* xb = x + 32 * i;
+    block_weights(xb, qw + 32 * i, sigma2, w);
+    const float d = make_qkx3_quants(32, 31, xb, w, L, &min, Laux, -0.9f, 0.05f, 36, false);
+    y[i].d = fp32_to_fp16(d);
+    y[i].m = fp32_to_fp16(-min);
+    pack_q5(L, y[i]);
+  }
+}
+
+namespace {
+
 // Nearest doubled-E2M1 code to v at scale d; the first minimum wins, so ties go to the code
 // with the smaller magnitude and 0 maps to +0.
 int best_index_mxfp4(float v, float d) {

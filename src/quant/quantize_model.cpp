@@ -10,6 +10,7 @@
 
 #include "gguf/gguf.h"
 #include "gguf/gguf_writer.h"
+#include "quant/imatrix.h"
 #include "quant/quantize_tensor.h"
 #include "runtime/thread_pool.h"
 #include "util/error.h"
@@ -54,12 +55,22 @@ QuantizeSummary quantize_model(const std::string& in_path, const std::string& ou
                                const QuantizeOptions& options) {
   const std::unique_ptr<gguf::File> in = gguf::File::open(in_path);
   const ModelDesc model = describe_model(*in);
-  const std::vector<TensorPlan> plans = plan_quantization(model, options.ftype);
+  Imatrix imatrix;
+  const bool has_imatrix = !options.imatrix_path.empty();
+  if (has_imatrix) imatrix = load_imatrix(options.imatrix_path);
+  const std::vector<TensorPlan> plans = plan_quantization(model, options.ftype, has_imatrix);
 
   gguf::Writer writer(32);
   for (const gguf::KeyValue& kv : in->metadata()) {
     if (kv.key == "general.quantization_version" || kv.key == "general.file_type" ||
         kv.key == "split.no" || kv.key == "split.count" || kv.key == "split.tensors.count") {
+      continue;
+    }
+    // Keys rewritten below are moved to the end (llama-quantize removes and appends them).
+    if (has_imatrix &&
+        (kv.key == "quantize.imatrix.file" || kv.key == "quantize.imatrix.entries_count" ||
+         (kv.key == "quantize.imatrix.dataset" && !imatrix.datasets.empty()) ||
+         (kv.key == "quantize.imatrix.chunks_count" && imatrix.chunk_count > 0))) {
       continue;
     }
     if (kv.key == "general.alignment") {
@@ -71,6 +82,17 @@ QuantizeSummary quantize_model(const std::string& in_path, const std::string& ou
   }
   writer.set_u32("general.quantization_version", kQuantizationVersion);
   writer.set_u32("general.file_type", static_cast<uint32_t>(options.ftype));
+  if (has_imatrix) {
+    // What llama-quantize records (strings cut to its 127-byte override buffer).
+    writer.set_string("quantize.imatrix.file", options.imatrix_path.substr(0, 127));
+    if (!imatrix.datasets.empty()) {
+      writer.set_string("quantize.imatrix.dataset", imatrix.datasets[0].substr(0, 127));
+    }
+    writer.set_u32("quantize.imatrix.entries_count", static_cast<uint32_t>(imatrix.weights.size()));
+    if (imatrix.chunk_count > 0) {
+      writer.set_u32("quantize.imatrix.chunks_count", static_cast<uint32_t>(imatrix.chunk_count));
+    }
+  }
 
   QuantizeSummary summary;
   summary.n_tensors = plans.size();
@@ -122,9 +144,23 @@ QuantizeSummary quantize_model(const std::string& in_path, const std::string& ou
                         });
       continue;
     }
+    // Importance weights: ne0 per expert. A size mismatch is an error, except for the token
+    // embeddings (llama-quantize ignores the imatrix there).
+    const float* importance = nullptr;
+    if (has_imatrix) {
+      auto it = imatrix.weights.find(t.name);
+      if (it != imatrix.weights.end()) {
+        if (static_cast<int64_t>(it->second.size()) == t.ne[0] * t.ne[2]) {
+          importance = it->second.data();
+        } else if (t.name != "token_embd.weight" && t.name != "per_layer_token_embd.weight") {
+          fail("{}: imatrix has {} values for tensor '{}', which needs {}", options.imatrix_path,
+               it->second.size(), t.name, t.ne[0] * t.ne[2]);
+        }
+      }
+    }
     writer.add_tensor(
         t.name, plan.target, shape,
-        [src, &pool, &t, plan, n_per_row, n_rows, report](gguf::TensorSink& sink) {
+        [src, &pool, &t, plan, n_per_row, n_rows, report, importance](gguf::TensorSink& sink) {
           const size_t src_row = row_size(t.type, n_per_row);
           const size_t dst_row = row_size(plan.target, n_per_row);
           const int64_t slab_rows =
@@ -133,7 +169,7 @@ QuantizeSummary quantize_model(const std::string& in_path, const std::string& ou
           for (int64_t r = 0; r < n_rows; r += slab_rows) {
             const int64_t rows = std::min(slab_rows, n_rows - r);
             convert_tensor(t.name, t.type, src + static_cast<size_t>(r) * src_row, plan.target,
-                           buffer.data(), n_per_row, rows, &pool);
+                           buffer.data(), n_per_row, rows, &pool, importance, t.ne[1], r);
             sink.write(buffer.data(), dst_row * static_cast<size_t>(rows));
             report(src_row * static_cast<uint64_t>(rows));
           }

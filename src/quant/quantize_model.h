@@ -30,6 +30,7 @@ struct QuantizeOptions {
   FileType ftype = FileType::Q4_K_M;
   int threads = 1;
   bool allow_requantize = false;  // convert already-quantized tensors (as llama-quantize's flag)
+  std::string imatrix_path;       // llama-imatrix GGUF file (optional), as --imatrix
   std::function<void(const QuantizeProgress&)> progress;  // optional, called from one thread
 };
 

@@ -17,7 +17,11 @@
 namespace boltrt {
 
 void convert_tensor(std::string_view tensor_name, GgmlType from, const void* src, GgmlType to,
-                    void* dst, int64_t n_per_row, int64_t n_rows, ThreadPool* pool) {
+                    void* dst, int64_t n_per_row, int64_t n_rows, ThreadPool* pool,
+                    const float* importance, int64_t rows_per_slice, int64_t first_row) {
+  if (importance != nullptr && rows_per_slice <= 0) {
+    fail("tensor '{}': importance weights need rows_per_slice > 0", tensor_name);
+  }
   const TypeTraits& in = type_traits(from);
   const TypeTraits& out = type_traits(to);
   if (!in.computable && from != GgmlType::Q8_K) {
@@ -43,16 +47,18 @@ void convert_tensor(std::string_view tensor_name, GgmlType from, const void* src
       try {
         dequantize_row(from, src_bytes + static_cast<size_t>(r) * src_row, row.data(), n_per_row);
         uint8_t* out_row = dst_bytes + static_cast<size_t>(r) * dst_row;
+        const float* qw =
+            importance ? importance + ((first_row + r) / rows_per_slice) * n_per_row : nullptr;
         if (staging.empty()) {
-          quantize_row(to, row.data(), out_row, n_per_row);
+          quantize_row(to, row.data(), out_row, n_per_row, qw);
         } else {
-          quantize_row(to, row.data(), staging.data(), n_per_row);
+          quantize_row(to, row.data(), staging.data(), n_per_row, qw);
           std::memcpy(out_row, staging.data(), dst_row);
         }
       } catch (const Error& e) {
         std::lock_guard<std::mutex> lock(error_mutex);
         if (!first_error)
-          first_error = fmt::format("tensor '{}' row {}: {}", tensor_name, r, e.what());
+          first_error = fmt::format("tensor '{}' row {}: {}", tensor_name, first_row + r, e.what());
         return;
       }
     }

@@ -89,8 +89,7 @@ void KvCache::store_row(const float* src, uint8_t* dst, int64_t n) const {
       std::memcpy(dst, src, static_cast<size_t>(n) * 4);
       break;
     case KvType::F16: {
-      auto* h = reinterpret_cast<uint16_t*>(dst);
-      for (int64_t i = 0; i < n; ++i) h[i] = cpu::fp32_to_fp16(src[i]);
+      cpu::fp32_to_fp16_row(src, reinterpret_cast<uint16_t*>(dst), n);
       break;
     }
     case KvType::Q8_0:
@@ -105,8 +104,7 @@ void KvCache::load_row(const uint8_t* src, float* dst, int64_t n) const {
       std::memcpy(dst, src, static_cast<size_t>(n) * 4);
       break;
     case KvType::F16: {
-      const auto* h = reinterpret_cast<const uint16_t*>(src);
-      for (int64_t i = 0; i < n; ++i) dst[i] = cpu::fp16_to_fp32(h[i]);
+      cpu::fp16_to_fp32_row(reinterpret_cast<const uint16_t*>(src), dst, n);
       break;
     }
     case KvType::Q8_0:
@@ -152,6 +150,41 @@ int64_t KvCache::oldest_held(int32_t layer) const {
     oldest = pos;
   }
   return oldest;
+}
+
+void KvCache::copy_prefix(const KvCache& other, int64_t n) {
+  if (other.layers_.size() != layers_.size() || other.type_ != type_) {
+    fail("KV cache: copy between caches of different layouts");
+  }
+  if (n < 0 || n > other.n_past_ || n > n_ctx_) {
+    fail("KV cache: cannot copy {} positions (source holds {}, context {})", n, other.n_past_,
+         n_ctx_);
+  }
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    Layer& dst = layers_[i];
+    const Layer& src = other.layers_[i];
+    if (dst.spec.source != src.spec.source || dst.spec.row_size != src.spec.row_size ||
+        dst.spec.window != src.spec.window) {
+      fail("KV cache: copy between caches of different layouts (layer {})", i);
+    }
+    if (dst.spec.source >= 0) continue;
+    // window layers: the positions the next query (n) can see; full layers: all of [0, n)
+    const int64_t begin = dst.spec.window > 0 ? std::max<int64_t>(0, n - dst.spec.window + 1) : 0;
+    if (!dst.cell_pos.empty()) std::fill(dst.cell_pos.begin(), dst.cell_pos.end(), -1);
+    for (int64_t pos = begin; pos < n; ++pos) {
+      const int64_t s_cell = pos % src.cells;
+      if (!src.cell_pos.empty() && src.cell_pos[static_cast<size_t>(s_cell)] != pos) {
+        fail("KV cache: source layer {} no longer holds position {}", i, pos);
+      }
+      const int64_t d_cell = pos % dst.cells;
+      std::memcpy(dst.k.data() + static_cast<size_t>(d_cell) * dst.row_bytes,
+                  src.k.data() + static_cast<size_t>(s_cell) * src.row_bytes, dst.row_bytes);
+      std::memcpy(dst.v.data() + static_cast<size_t>(d_cell) * dst.row_bytes,
+                  src.v.data() + static_cast<size_t>(s_cell) * src.row_bytes, dst.row_bytes);
+      if (!dst.cell_pos.empty()) dst.cell_pos[static_cast<size_t>(d_cell)] = pos;
+    }
+  }
+  n_past_ = n;
 }
 
 void KvCache::set_n_past(int64_t n) {

@@ -55,6 +55,10 @@ class KvCache {
   // position n needs (rolling back further than max_batch tokens).
   void rollback(int64_t n);
 
+  // Makes this cache hold positions [0, n) of `other` (same layout and type; n <= other's
+  // n_past and n_ctx()). Window layers copy what `other` still holds of their window.
+  void copy_prefix(const KvCache& other, int64_t n);
+
   // Oldest position a window layer still holds (0 for full layers).
   int64_t oldest_held(int32_t layer) const;
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <exception>
 #include <fstream>
 #include <set>
 #include <string>
@@ -85,7 +86,12 @@ void ThreadPool::worker_loop(int index) {
       if (stop_) return;
       continue;
     }
-    (*job)(index);
+    try {
+      (*job)(index);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!error_) error_ = std::current_exception();
+    }
     pending_.fetch_sub(1, std::memory_order_acq_rel);
   }
 }
@@ -104,7 +110,13 @@ void ThreadPool::run(const std::function<void(int)>& fn) {
     wake = sleepers_ > 0;
   }
   if (wake) wake_.notify_all();
-  fn(0);
+  std::exception_ptr error;
+  try {
+    fn(0);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  // Wait for every worker even when fn threw: they still reference fn.
   for (int i = 0; pending_.load(std::memory_order_acquire) != 0; ++i) {
     if (i < 100000) {
       cpu_relax();
@@ -113,6 +125,12 @@ void ThreadPool::run(const std::function<void(int)>& fn) {
     }
   }
   job_.store(nullptr, std::memory_order_relaxed);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!error) error = error_;
+    error_ = nullptr;
+  }
+  if (error) std::rethrow_exception(error);
 }
 
 void ThreadPool::parallel_for(int64_t n, int64_t grain,

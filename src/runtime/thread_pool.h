@@ -9,6 +9,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -29,7 +30,8 @@ class ThreadPool {
 
   int size() const { return n_threads_; }
 
-  // Runs fn(thread_index) on every thread (0 .. size()-1) and waits for all of them.
+  // Runs fn(thread_index) on every thread (0 .. size()-1) and waits for all of them. If any call
+  // throws, the first exception is rethrown here after all threads have finished.
   void run(const std::function<void(int thread)>& fn);
 
   // Splits [0, n) into size() contiguous chunks, aligned to `grain`, and runs
@@ -49,6 +51,7 @@ class ThreadPool {
   std::atomic<int> pending_{0};          // workers still running the current job
   int sleepers_ = 0;                     // workers blocked on wake_ (guarded by mutex_)
   bool stop_ = false;                    // guarded by mutex_
+  std::exception_ptr error_;             // first exception a worker threw (guarded by mutex_)
 };
 
 }  // namespace boltrt

@@ -210,6 +210,7 @@ void print_json(const File& f, const InspectArgs& args) {
   j["alignment"] = f.alignment();
   j["data_offset"] = f.data_offset();
   j["architecture"] = f.architecture();
+  j["warnings"] = f.warnings();
   json meta = json::object();
   for (const auto& kv : f.metadata()) meta[kv.key] = value_json(kv.value, args.full);
   j["metadata"] = meta;
@@ -310,6 +311,7 @@ void print_text(const File& f, const InspectArgs& args) {
     fmt::print("  {:<8} {:>6} tensors {:>12} params {:>12}\n", name, p.tensors,
                human_count(p.params), human_bytes(p.bytes));
   }
+  for (const std::string& w : f.warnings()) fmt::print("warning:        {}\n", w);
   fmt::print("parameters:     {} ({})\n", human_count(s.params), s.params);
   fmt::print("tensor bytes:   {} ({})\n", human_bytes(s.bytes), s.bytes);
 }

@@ -18,6 +18,7 @@ struct QuantizeArgs {
   std::string in, out, type;
   int threads = 0;
   bool allow_requantize = false;
+  std::string imatrix;
 };
 
 // One status line, redrawn in place at most ~10 times a second.
@@ -58,6 +59,8 @@ void setup(CLI::App& sub) {
   sub.add_option("-t,--threads", args->threads, "Threads (default: physical cores)");
   sub.add_flag("--allow-requantize", args->allow_requantize,
                "Also convert tensors that are already quantized");
+  sub.add_option("--imatrix", args->imatrix,
+                 "Importance matrix from llama-imatrix (GGUF) for the quantizers");
   sub.callback([args] {
     const auto ftype = boltrt::file_type_from_name(args->type);
     if (!ftype) {
@@ -68,6 +71,7 @@ void setup(CLI::App& sub) {
     options.ftype = *ftype;
     options.threads = args->threads > 0 ? args->threads : boltrt::cli::default_threads();
     options.allow_requantize = args->allow_requantize;
+    options.imatrix_path = args->imatrix;
     ProgressBar bar;
     if (isatty(fileno(stderr))) {
       options.progress = [&bar](const boltrt::QuantizeProgress& p) { bar.update(p); };

@@ -19,6 +19,7 @@ struct SynthArgs {
   bool tied = false;
   bool split_experts = false;
   bool no_ple = false;
+  bool kv_on_shared = false;
   int threads = 0;
   bool random_blocks = false;
   bool quantize_rows = false;
@@ -30,7 +31,9 @@ void setup(CLI::App& sub) {
   for (const auto& p : boltrt::model::gemma4_preset_names())
     presets += (presets.empty() ? "" : ", ") + p;
   sub.add_option("--preset", args->preset, "Model shape: " + presets)->capture_default_str();
-  sub.add_option("--type", args->type, "Weight type: f32 f16 bf16 q8_0 q4_0 q4_k q6_k q4_k_m")
+  sub.add_option("--type", args->type,
+                 "Weights: f32 f16 bf16 q8_0 q4_0 q4_k q6_k (every matrix that type), or a "
+                 "llama-quantize mix: q4_k_m q4_k_s q5_k_m q5_k_s q4_1 q5_0 q5_1")
       ->capture_default_str();
   sub.add_option("--seed", args->seed, "Random seed")->capture_default_str();
   sub.add_option("--layers", args->layers, "Override the layer count (pattern rebuilt)");
@@ -41,6 +44,8 @@ void setup(CLI::App& sub) {
   sub.add_flag("--split-experts", args->split_experts,
                "ffn_gate_exps + ffn_up_exps instead of merged");
   sub.add_flag("--no-ple", args->no_ple, "Disable per-layer embeddings");
+  sub.add_flag("--kv-on-shared", args->kv_on_shared,
+               "Also write (unused) attn_k/attn_v on the shared-KV layers");
   sub.add_flag("--random-blocks", args->random_blocks,
                "Quantized types: random codes with sane scales (default above 300M params)");
   sub.add_flag("--quantize-rows", args->quantize_rows,
@@ -54,6 +59,7 @@ void setup(CLI::App& sub) {
     if (args->tied) config.tied_output = true;
     if (args->split_experts) config.split_experts = true;
     if (args->no_ple) config.n_embd_per_layer = 0;
+    if (args->kv_on_shared) config.kv_on_shared_layers = true;
     boltrt::model::Gemma4SynthOptions options;
     options.type = args->type;
     options.seed = args->seed;

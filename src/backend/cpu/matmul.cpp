@@ -71,18 +71,6 @@ cpu::GemmFn pick_kernel(SimdLevel level, GgmlType type) {
   return fn ? fn : cpu::scalar_gemm(type);
 }
 
-int64_t block_elements(GgmlType type) {
-  switch (cpu::activation_format(type)) {
-    case cpu::ActFormat::Q8_0:
-    case cpu::ActFormat::Q8_1:
-      return 32;
-    case cpu::ActFormat::Q8_K:
-      return 256;
-    default:
-      return 1;
-  }
-}
-
 }  // namespace
 
 SimdLevel simd_level() {
@@ -114,11 +102,17 @@ void matmul(const WeightView& w, const float* x, int64_t batch, float* y, Thread
 void matmul_rows(const WeightView& w, int64_t row_begin, int64_t row_end, const float* x,
                  int64_t batch, float* y, ThreadPool* pool) {
   if (!cpu::matmul_supported(w.type)) {
-    fail("matmul: weight type id {} has no CPU kernel", static_cast<uint32_t>(w.type));
+    fail("matmul: weight type {} (id {}) has no CPU kernel", type_traits(w.type).name,
+         static_cast<uint32_t>(w.type));
   }
-  if (w.cols <= 0 || w.cols % block_elements(w.type) != 0) {
-    fail("matmul: {} columns is not a positive multiple of the block size {} (type id {})", w.cols,
-         block_elements(w.type), static_cast<uint32_t>(w.type));
+  const TypeTraits& traits = type_traits(w.type);
+  if (w.cols <= 0 || w.cols % traits.block_size != 0) {
+    fail("matmul: {} columns is not a positive multiple of the {} block size {}", w.cols,
+         traits.name, traits.block_size);
+  }
+  if (w.rows > 1 && w.row_stride < row_size(w.type, w.cols)) {
+    fail("matmul: row stride {} B is smaller than a {} row of {} columns ({} B)", w.row_stride,
+         traits.name, w.cols, row_size(w.type, w.cols));
   }
   if (row_begin < 0 || row_end > w.rows || row_begin > row_end) {
     fail("matmul: row range [{}, {}) outside the weight's {} rows", row_begin, row_end, w.rows);
@@ -153,6 +147,7 @@ void matmul_rows(const WeightView& w, int64_t row_begin, int64_t row_end, const 
   const uint8_t* w0 = static_cast<const uint8_t*>(w.data) + row_begin * w.row_stride;
   auto run_rows = [&](int64_t r0, int64_t r1, int) {
     cpu::GemmTile tile;
+    tile.type = w.type;
     tile.cols = w.cols;
     tile.w = w0 + r0 * w.row_stride;
     tile.w_stride = w.row_stride;

@@ -7,7 +7,17 @@
 // (Q8_0 for legacy blocks, Q8_K for k-quants) exactly as llama.cpp's x86 path does, so results
 // match llama.cpp's; float weights (F32/F16/BF16) multiply f32 activations directly.
 // The SIMD level (scalar / AVX2 / AVX-512) is chosen once at run time; BOLTRT_SIMD=scalar|avx2|
-// avx512 overrides it (tests use this to compare levels).
+// avx512 lowers it (tests use set_simd_level to compare levels). AVX-512 needs F/BW/VL/DQ/VNNI.
+//
+// Kernels (matmul_scalar.cpp, matmul_x86_kernels.h, matmul_avx512.cpp): the scalar reference
+// mirrors ggml's generic dot products; the AVX2 kernels take one weight row against up to 4
+// activation rows; at AVX-512, 4 or more activation rows use 16-row "lane" kernels (one weight
+// row per 32-bit lane, vpdpbusd), fewer use the row kernels with VNNI. Results do not depend on
+// the thread count or the row range; across batch sizes they may differ in the last bits.
+//
+// Threads split the weight rows into contiguous ranges; products under ~16 KB of weights run on
+// the calling thread. Errors (unsupported type, columns not a multiple of the block, bad row
+// range or stride) throw boltrt::Error.
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -763,6 +763,98 @@ void gemm_iq4xs(const GemmTile& t) {
       });
 }
 
+// ---- F32 / F16 / BF16 ------------------------------------------------------------------------
+// 16 weight rows x a chunk of columns are transposed into a panel of f32 vectors (lane r = row r,
+// one vector per column), then each activation row adds x[k] * panel[k] with one FMA per column.
+// Chunks accumulate into y, so the panel stays in L2 for any row length.
+
+constexpr int64_t kFloatChunk = 1024;
+
+inline float weight_element(GgmlType type, const uint8_t* row, int64_t k) {
+  uint16_t h;
+  switch (type) {
+    case GgmlType::F32: {
+      float f;
+      std::memcpy(&f, row + 4 * k, 4);
+      return f;
+    }
+    case GgmlType::F16:
+      std::memcpy(&h, row + 2 * k, 2);
+      return h2f(h);
+    default:
+      std::memcpy(&h, row + 2 * k, 2);
+      return bf16_to_fp32(h);
+  }
+}
+
+template <GgmlType kType>
+void float_decode(const RowGroup& g, int64_t k0, int64_t kc, __m512* panel) {
+  int64_t k = 0;
+  __m512i v[4];
+  if constexpr (kType == GgmlType::F32) {
+    for (; k + 4 <= kc; k += 4) {
+      load4x16(g, static_cast<size_t>(k0 + k) * 4, v);
+      for (int j = 0; j < 4; ++j) panel[k + j] = _mm512_castsi512_ps(v[j]);
+    }
+  } else {
+    for (; k + 8 <= kc; k += 8) {
+      load4x16(g, static_cast<size_t>(k0 + k) * 2, v);
+      for (int j = 0; j < 4; ++j) {
+        if constexpr (kType == GgmlType::F16) {
+          panel[k + 2 * j] = f16_lo(v[j]);
+          panel[k + 2 * j + 1] = f16_hi(v[j]);
+        } else {
+          panel[k + 2 * j] = _mm512_castsi512_ps(_mm512_slli_epi32(v[j], 16));
+          panel[k + 2 * j + 1] = _mm512_castsi512_ps(
+              _mm512_and_si512(v[j], _mm512_set1_epi32(static_cast<int>(0xffff0000u))));
+        }
+      }
+    }
+  }
+  for (; k < kc; ++k) {
+    alignas(64) float column[16];
+    for (int r = 0; r < 16; ++r) column[r] = weight_element(kType, g.rows[r], k0 + k);
+    panel[k] = _mm512_load_ps(column);
+  }
+}
+
+template <int kNb>
+void float_compute(const GemmTile& t, const __m512* panel, int64_t k0, int64_t kc, int64_t r0,
+                   int64_t b0, __mmask16 mask) {
+  const float* x[kNb];
+  __m512 acc[kNb];
+  BOLTRT_UNROLL
+  for (int b = 0; b < kNb; ++b) {
+    x[b] = reinterpret_cast<const float*>(t.a + (b0 + b) * t.a_stride) + k0;
+    acc[b] = k0 == 0 ? _mm512_setzero_ps()
+                     : _mm512_maskz_loadu_ps(mask, t.y + (b0 + b) * t.y_stride + r0);
+  }
+  for (int64_t k = 0; k < kc; ++k) {
+    const __m512 w = panel[k];
+    BOLTRT_UNROLL
+    for (int b = 0; b < kNb; ++b) acc[b] = _mm512_fmadd_ps(w, _mm512_set1_ps(x[b][k]), acc[b]);
+  }
+  BOLTRT_UNROLL
+  for (int b = 0; b < kNb; ++b) store_rows(t, b0 + b, r0, mask, acc[b]);
+}
+
+template <GgmlType kType>
+void gemm_float_lanes(const GemmTile& t) {
+  __m512* panel = panel_buffer<__m512>(static_cast<size_t>(kFloatChunk));
+  for (int64_t r0 = 0; r0 < t.n_rows; r0 += 16) {
+    const RowGroup g = row_group(t, r0);
+    for (int64_t k0 = 0; k0 < t.cols; k0 += kFloatChunk) {
+      const int64_t kc = std::min(kFloatChunk, t.cols - k0);
+      float_decode<kType>(g, k0, kc, panel);
+      for (int64_t b0 = 0; b0 < t.n_act; b0 += 8) {
+        dispatch_nb(std::min<int64_t>(8, t.n_act - b0), [&](auto nb) {
+          float_compute<decltype(nb)::value>(t, panel, k0, kc, r0, b0, g.mask);
+        });
+      }
+    }
+  }
+}
+
 // Below this many activation rows the one-row-at-a-time kernels (matmul_x86_kernels.h, with
 // VNNI) are faster: they need no transposes and decode is bound by memory bandwidth anyway.
 constexpr int64_t kLaneMinBatch = BOLTRT_LANE_MIN_BATCH;
@@ -779,6 +871,12 @@ namespace boltrt::cpu {
 
 GemmFn avx512_gemm(GgmlType type) {
   switch (type) {
+    case GgmlType::F32:
+      return &lanes_or_rows<&gemm_float_lanes<GgmlType::F32>, GgmlType::F32>;
+    case GgmlType::F16:
+      return &lanes_or_rows<&gemm_float_lanes<GgmlType::F16>, GgmlType::F16>;
+    case GgmlType::BF16:
+      return &lanes_or_rows<&gemm_float_lanes<GgmlType::BF16>, GgmlType::BF16>;
     case GgmlType::Q4_0:
       return &lanes_or_rows<&gemm_lanes32<LaneQ4_0, false>, GgmlType::Q4_0>;
     case GgmlType::Q5_0:

@@ -14,7 +14,9 @@
 
 namespace boltrt::cpu {
 
-// What the f32 activations become before the dot products (ggml's vec_dot_type).
+// What the f32 activations become before the dot products (ggml's vec_dot_type). F16 and BF16
+// activations are rounded to that format but kept as f32 values (exact), which the kernels can
+// use without converting again for every weight row.
 enum class ActFormat { F32, F16, BF16, Q8_0, Q8_1, Q8_K };
 
 // Activation blocks. Q8_0 and Q8_1 are quantized the way ggml's x86 CPU backend does it
@@ -32,6 +34,7 @@ void convert_activation_row(ActFormat format, const float* x, void* dst, int64_t
 
 // One tile of work: y[b * y_stride + r] = W[r] . A[b] for r < n_rows, b < n_act.
 struct GemmTile {
+  GgmlType type = GgmlType::F32;
   int64_t cols = 0;
   const uint8_t* w = nullptr;  // first weight row
   size_t w_stride = 0;         // bytes between weight rows

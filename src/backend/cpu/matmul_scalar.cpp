@@ -16,6 +16,14 @@ namespace {
 
 // ---- activation conversion ------------------------------------------------------------------
 
+// ggml's nearest_int: round to nearest even through the fp32 mantissa.
+inline int nearest_int(float v) {
+  float val = v + 12582912.0f;
+  int i;
+  std::memcpy(&i, &val, 4);
+  return (i & 0x007fffff) - 0x00400000;
+}
+
 // Q8_0 as ggml's AVX/AVX2 quantize_row_q8_0 does it: d = amax/127, codes = RNE(x * 127/amax).
 void quantize_act_q8_0(const float* x, ActQ8_0* y, int64_t n) {
   for (int64_t b = 0; b < n / 32; ++b, x += 32) {
@@ -24,7 +32,7 @@ void quantize_act_q8_0(const float* x, ActQ8_0* y, int64_t n) {
     const float d = amax / 127.0f;
     const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
     y[b].d = fp32_to_fp16(d);
-    for (int j = 0; j < 32; ++j) y[b].qs[j] = static_cast<int8_t>(std::nearbyint(x[j] * id));
+    for (int j = 0; j < 32; ++j) y[b].qs[j] = static_cast<int8_t>(nearest_int(x[j] * id));
   }
 }
 
@@ -38,19 +46,11 @@ void quantize_act_q8_1(const float* x, ActQ8_1* y, int64_t n) {
     y[b].d = fp32_to_fp16(d);
     int sum = 0;
     for (int j = 0; j < 32; ++j) {
-      y[b].qs[j] = static_cast<int8_t>(std::nearbyint(x[j] * id));
+      y[b].qs[j] = static_cast<int8_t>(nearest_int(x[j] * id));
       sum += y[b].qs[j];
     }
     y[b].s = fp32_to_fp16(static_cast<float>(sum) * d);
   }
-}
-
-// ggml's nearest_int: round to nearest even through the fp32 mantissa.
-inline int nearest_int(float v) {
-  float val = v + 12582912.0f;
-  int i;
-  std::memcpy(&i, &val, 4);
-  return (i & 0x007fffff) - 0x00400000;
 }
 
 // Q8_K, ggml's reference quantizer: d = max/-127 (signed), codes RNE(x * -127/max) capped at 127.
@@ -89,17 +89,17 @@ float dot_f32(int64_t n, const float* x, const float* y) {
   return static_cast<float>(sum);
 }
 
-float dot_f16(int64_t n, const uint16_t* x, const uint16_t* y) {
+// F16/BF16 activations arrive already rounded to the 16-bit format but stored as f32 (see
+// convert_activation_row), so the products equal ggml's fp16 x fp16 products.
+float dot_f16(int64_t n, const uint16_t* x, const float* y) {
   double sum = 0.0;
-  for (int64_t i = 0; i < n; ++i)
-    sum += static_cast<double>(fp16_to_fp32(x[i]) * fp16_to_fp32(y[i]));
+  for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(fp16_to_fp32(x[i]) * y[i]);
   return static_cast<float>(sum);
 }
 
-float dot_bf16(int64_t n, const uint16_t* x, const uint16_t* y) {
+float dot_bf16(int64_t n, const uint16_t* x, const float* y) {
   double sum = 0.0;
-  for (int64_t i = 0; i < n; ++i)
-    sum += static_cast<double>(bf16_to_fp32(x[i]) * bf16_to_fp32(y[i]));
+  for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(bf16_to_fp32(x[i]) * y[i]);
   return static_cast<float>(sum);
 }
 
@@ -389,12 +389,11 @@ float dot_iq4_xs(int64_t n, const BlockIQ4_XS* x, const ActQ8_K* y) {
   return sumf;
 }
 
-template <float (*kDot)(GgmlType, int64_t, const void*, const void*), GgmlType kType>
 void gemm_by_dot(const GemmTile& t) {
   for (int64_t b = 0; b < t.n_act; ++b) {
     const uint8_t* a = t.a + b * t.a_stride;
     for (int64_t r = 0; r < t.n_rows; ++r) {
-      t.y[b * t.y_stride + r] = kDot(kType, t.cols, t.w + r * t.w_stride, a);
+      t.y[b * t.y_stride + r] = scalar_vec_dot(t.type, t.cols, t.w + r * t.w_stride, a);
     }
   }
 }
@@ -456,10 +455,9 @@ size_t activation_row_bytes(ActFormat format, int64_t cols) {
   const auto n = static_cast<size_t>(cols);
   switch (format) {
     case ActFormat::F32:
-      return n * 4;
     case ActFormat::F16:
     case ActFormat::BF16:
-      return n * 2;
+      return n * 4;
     case ActFormat::Q8_0:
       return n / 32 * sizeof(ActQ8_0);
     case ActFormat::Q8_1:
@@ -476,13 +474,13 @@ void convert_activation_row(ActFormat format, const float* x, void* dst, int64_t
       std::memcpy(dst, x, static_cast<size_t>(n) * 4);
       break;
     case ActFormat::F16: {
-      auto* y = static_cast<uint16_t*>(dst);
-      for (int64_t i = 0; i < n; ++i) y[i] = fp32_to_fp16(x[i]);
+      auto* y = static_cast<float*>(dst);
+      for (int64_t i = 0; i < n; ++i) y[i] = fp16_to_fp32(fp32_to_fp16(x[i]));
       break;
     }
     case ActFormat::BF16: {
-      auto* y = static_cast<uint16_t*>(dst);
-      for (int64_t i = 0; i < n; ++i) y[i] = fp32_to_bf16(x[i]);
+      auto* y = static_cast<float*>(dst);
+      for (int64_t i = 0; i < n; ++i) y[i] = bf16_to_fp32(fp32_to_bf16(x[i]));
       break;
     }
     case ActFormat::Q8_0:
@@ -505,9 +503,9 @@ float scalar_vec_dot(GgmlType type, int64_t n, const void* w, const void* a) {
     case GgmlType::F32:
       return dot_f32(n, static_cast<const float*>(w), static_cast<const float*>(a));
     case GgmlType::F16:
-      return dot_f16(n, static_cast<const uint16_t*>(w), static_cast<const uint16_t*>(a));
+      return dot_f16(n, static_cast<const uint16_t*>(w), static_cast<const float*>(a));
     case GgmlType::BF16:
-      return dot_bf16(n, static_cast<const uint16_t*>(w), static_cast<const uint16_t*>(a));
+      return dot_bf16(n, static_cast<const uint16_t*>(w), static_cast<const float*>(a));
     case GgmlType::Q4_0:
       return dot_q4_0(n, static_cast<const BlockQ4_0*>(w), a0);
     case GgmlType::Q4_1:
@@ -540,21 +538,8 @@ float scalar_vec_dot(GgmlType type, int64_t n, const void* w, const void* a) {
 }
 
 GemmFn scalar_gemm(GgmlType type) {
-  switch (type) {
-#define BOLTRT_SCALAR_CASE(T) \
-  case GgmlType::T:           \
-    return &gemm_by_dot<&scalar_vec_dot, GgmlType::T>;
-    BOLTRT_SCALAR_CASE(F32)
-    BOLTRT_SCALAR_CASE(F16)
-    BOLTRT_SCALAR_CASE(BF16)
-    BOLTRT_SCALAR_CASE(Q4_0) BOLTRT_SCALAR_CASE(Q4_1) BOLTRT_SCALAR_CASE(Q5_0)
-        BOLTRT_SCALAR_CASE(Q5_1) BOLTRT_SCALAR_CASE(Q8_0) BOLTRT_SCALAR_CASE(IQ4_NL)
-            BOLTRT_SCALAR_CASE(MXFP4) BOLTRT_SCALAR_CASE(Q2_K) BOLTRT_SCALAR_CASE(Q3_K)
-                BOLTRT_SCALAR_CASE(Q4_K) BOLTRT_SCALAR_CASE(Q5_K) BOLTRT_SCALAR_CASE(Q6_K)
-                    BOLTRT_SCALAR_CASE(IQ4_XS)
-#undef BOLTRT_SCALAR_CASE
-                        default : return nullptr;
-  }
+  // One tile function for every type: scalar_vec_dot dispatches on the type per row.
+  return matmul_supported(type) ? &gemm_by_dot : nullptr;
 }
 
 }  // namespace boltrt::cpu

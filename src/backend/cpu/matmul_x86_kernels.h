@@ -98,70 +98,59 @@ inline uint32_t load_u32(const uint8_t* p) {
 
 // ---- float weights --------------------------------------------------------------------------
 
-template <int kNb>
-void row_f32(int64_t n, const uint8_t* wr, const uint8_t* const* ar, float* out) {
-  const auto* w = reinterpret_cast<const float*>(wr);
-  __m256 acc[kNb];
-  for (int b = 0; b < kNb; ++b) acc[b] = _mm256_setzero_ps();
+// Float weights (activations are f32, already rounded for F16/BF16): 8 floats per step, kAcc
+// independent accumulators per activation row so that one row alone is not bound by the FMA
+// latency.
+struct F32Load {
+  static __m256 weights(const uint8_t* p, int64_t i) {
+    return _mm256_loadu_ps(reinterpret_cast<const float*>(p) + i);
+  }
+  static float scalar(const uint8_t* p, int64_t i) { return reinterpret_cast<const float*>(p)[i]; }
+};
+struct F16Load {
+  static __m256 weights(const uint8_t* p, int64_t i) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(
+        reinterpret_cast<const __m128i*>(reinterpret_cast<const uint16_t*>(p) + i)));
+  }
+  static float scalar(const uint8_t* p, int64_t i) {
+    return h2f(reinterpret_cast<const uint16_t*>(p)[i]);
+  }
+};
+struct BF16Load {
+  static __m256 weights(const uint8_t* p, int64_t i) {
+    const __m128i h =
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(reinterpret_cast<const uint16_t*>(p) + i));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  }
+  static float scalar(const uint8_t* p, int64_t i) {
+    return bf16_to_fp32(reinterpret_cast<const uint16_t*>(p)[i]);
+  }
+};
+
+template <typename Load, int kNb>
+void row_float(int64_t n, const uint8_t* w, const uint8_t* const* ar, float* out) {
+  constexpr int kAcc = kNb == 1 ? 4 : kNb == 2 ? 2 : 1;
+  __m256 acc[kNb][kAcc];
+  for (int b = 0; b < kNb; ++b) {
+    for (int k = 0; k < kAcc; ++k) acc[b][k] = _mm256_setzero_ps();
+  }
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m256 wv = _mm256_loadu_ps(w + i);
-    for (int b = 0; b < kNb; ++b) {
-      acc[b] =
-          _mm256_fmadd_ps(wv, _mm256_loadu_ps(reinterpret_cast<const float*>(ar[b]) + i), acc[b]);
+  for (; i + 8 * kAcc <= n; i += 8 * kAcc) {
+    for (int k = 0; k < kAcc; ++k) {
+      const __m256 wv = Load::weights(w, i + 8 * k);
+      for (int b = 0; b < kNb; ++b)
+        acc[b][k] = _mm256_fmadd_ps(wv, F32Load::weights(ar[b], i + 8 * k), acc[b][k]);
     }
   }
-  for (int b = 0; b < kNb; ++b) {
-    float s = hsum(acc[b]);
-    for (int64_t j = i; j < n; ++j) s += w[j] * reinterpret_cast<const float*>(ar[b])[j];
-    out[b] = s;
-  }
-}
-
-template <int kNb>
-void row_f16(int64_t n, const uint8_t* wr, const uint8_t* const* ar, float* out) {
-  const auto* w = reinterpret_cast<const uint16_t*>(wr);
-  __m256 acc[kNb];
-  for (int b = 0; b < kNb; ++b) acc[b] = _mm256_setzero_ps();
-  int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    const __m256 wv = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + i)));
-    for (int b = 0; b < kNb; ++b) {
-      const auto* a = reinterpret_cast<const uint16_t*>(ar[b]);
-      const __m256 av = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a + i)));
-      acc[b] = _mm256_fmadd_ps(wv, av, acc[b]);
-    }
+    const __m256 wv = Load::weights(w, i);
+    for (int b = 0; b < kNb; ++b)
+      acc[b][0] = _mm256_fmadd_ps(wv, F32Load::weights(ar[b], i), acc[b][0]);
   }
   for (int b = 0; b < kNb; ++b) {
-    float s = hsum(acc[b]);
-    const auto* a = reinterpret_cast<const uint16_t*>(ar[b]);
-    for (int64_t j = i; j < n; ++j) s += h2f(w[j]) * h2f(a[j]);
-    out[b] = s;
-  }
-}
-
-inline __m256 bf16x8_to_ps(const uint16_t* p) {
-  const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-  return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
-}
-
-template <int kNb>
-void row_bf16(int64_t n, const uint8_t* wr, const uint8_t* const* ar, float* out) {
-  const auto* w = reinterpret_cast<const uint16_t*>(wr);
-  __m256 acc[kNb];
-  for (int b = 0; b < kNb; ++b) acc[b] = _mm256_setzero_ps();
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m256 wv = bf16x8_to_ps(w + i);
-    for (int b = 0; b < kNb; ++b) {
-      acc[b] =
-          _mm256_fmadd_ps(wv, bf16x8_to_ps(reinterpret_cast<const uint16_t*>(ar[b]) + i), acc[b]);
-    }
-  }
-  for (int b = 0; b < kNb; ++b) {
-    float s = hsum(acc[b]);
-    const auto* a = reinterpret_cast<const uint16_t*>(ar[b]);
-    for (int64_t j = i; j < n; ++j) s += bf16_to_fp32(w[j]) * bf16_to_fp32(a[j]);
+    for (int k = 1; k < kAcc; ++k) acc[b][0] = _mm256_add_ps(acc[b][0], acc[b][k]);
+    float s = hsum(acc[b][0]);
+    for (int64_t j = i; j < n; ++j) s += Load::scalar(w, j) * F32Load::scalar(ar[b], j);
     out[b] = s;
   }
 }
@@ -567,11 +556,11 @@ void gemm_tiled(const GemmTile& t) {
 GemmFn x86_gemm(GgmlType type) {
   switch (type) {
     case GgmlType::F32:
-      return BOLTRT_GEMM(row_f32, );
+      return BOLTRT_GEMM(row_float, F32Load, );
     case GgmlType::F16:
-      return BOLTRT_GEMM(row_f16, );
+      return BOLTRT_GEMM(row_float, F16Load, );
     case GgmlType::BF16:
-      return BOLTRT_GEMM(row_bf16, );
+      return BOLTRT_GEMM(row_float, BF16Load, );
     case GgmlType::Q4_0:
       return BOLTRT_GEMM(row_signed32, Q4_0Decode, );
     case GgmlType::Q5_0:

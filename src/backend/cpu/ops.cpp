@@ -11,6 +11,11 @@
 
 #include "runtime/thread_pool.h"
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define BOLTRT_OPS_X86 1
+#endif
+
 namespace boltrt::cpu {
 
 float fp16_to_fp32(uint16_t h) {
@@ -60,6 +65,88 @@ uint16_t fp32_to_fp16(float f) {
   const uint32_t rest = mantissa & 0x1fffu;
   if (rest > 0x1000u || (rest == 0x1000u && (half & 1u))) ++half;  // a carry rounds up to inf
   return static_cast<uint16_t>(sign | half);
+}
+
+#if BOLTRT_OPS_X86
+namespace {
+
+bool have_f16c() {
+  static const bool yes = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+  return yes;
+}
+
+__attribute__((target("avx,f16c"))) void fp16_to_fp32_f16c(const uint16_t* src, float* dst,
+                                                           int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
+    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(h));
+  }
+  for (; i < n; ++i) dst[i] = fp16_to_fp32(src[i]);
+}
+
+__attribute__((target("avx,f16c"))) void fp32_to_fp16_f16c(const float* src, uint16_t* dst,
+                                                           int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), h);
+  }
+  for (; i < n; ++i) dst[i] = fp32_to_fp16(src[i]);
+}
+
+bool have_avx2_fma() {
+  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return yes;
+}
+
+__attribute__((target("avx2,fma"))) float dot_avx2(const float* a, const float* b, int64_t n) {
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), acc1);
+  }
+  for (; i + 8 <= n; i += 8) {
+    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+  }
+  const __m256 acc = _mm256_add_ps(acc0, acc1);
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  float sum = _mm_cvtss_f32(s);
+  for (; i < n; ++i) sum += a[i] * b[i];
+  return sum;
+}
+
+}  // namespace
+#endif
+
+namespace {
+
+float dot(const float* a, const float* b, int64_t n) {
+#if BOLTRT_OPS_X86
+  if (have_avx2_fma()) return dot_avx2(a, b, n);
+#endif
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n; ++i) sum += a[i] * b[i];
+  return sum;
+}
+
+}  // namespace
+
+void fp16_to_fp32_row(const uint16_t* src, float* dst, int64_t n) {
+#if BOLTRT_OPS_X86
+  if (have_f16c()) return fp16_to_fp32_f16c(src, dst, n);
+#endif
+  for (int64_t i = 0; i < n; ++i) dst[i] = fp16_to_fp32(src[i]);
+}
+
+void fp32_to_fp16_row(const float* src, uint16_t* dst, int64_t n) {
+#if BOLTRT_OPS_X86
+  if (have_f16c()) return fp32_to_fp16_f16c(src, dst, n);
+#endif
+  for (int64_t i = 0; i < n; ++i) dst[i] = fp32_to_fp16(src[i]);
 }
 
 void rms_norm(const float* x, const float* w, int64_t n, float eps, float* y) {
@@ -135,22 +222,29 @@ float gelu(float x) {
 
 void geglu(const float* gate, const float* up, float* out, int64_t n) {
   const float* table = gelu_table();
-  for (int64_t i = 0; i < n; ++i) {
-    const float g = gate[i];
-    float a;
-    if (g <= -10.0f) {
-      a = 0.0f;
-    } else if (g >= 10.0f) {
-      a = g;
-    } else {
-      a = table[fp32_to_fp16(g)];
+  uint16_t half[256];
+  for (int64_t begin = 0; begin < n; begin += 256) {
+    const int64_t m = std::min<int64_t>(256, n - begin);
+    fp32_to_fp16_row(gate + begin, half, m);
+    for (int64_t j = 0; j < m; ++j) {
+      const float g = gate[begin + j];
+      const float a = g <= -10.0f ? 0.0f : g >= 10.0f ? g : table[half[j]];
+      out[begin + j] = a * up[begin + j];
     }
-    out[i] = a * up[i];
   }
 }
 
 void gelu_inplace(float* x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) x[i] = gelu(x[i]);
+  const float* table = gelu_table();
+  uint16_t half[256];
+  for (int64_t begin = 0; begin < n; begin += 256) {
+    const int64_t m = std::min<int64_t>(256, n - begin);
+    fp32_to_fp16_row(x + begin, half, m);
+    for (int64_t j = 0; j < m; ++j) {
+      const float g = x[begin + j];
+      x[begin + j] = g <= -10.0f ? 0.0f : g >= 10.0f ? g : table[half[j]];
+    }
+  }
 }
 
 void softcap(float* x, int64_t n, float cap) {
@@ -189,9 +283,20 @@ void route_top_k(const float* logits, int64_t n_expert, int64_t k, int32_t* sele
   for (int64_t i = 0; i < k; ++i) weights[i] /= sum;
 }
 
-void attention(const float* q, int64_t n_tokens, int64_t q_pos0, const float* k, const float* v,
-               int64_t n_kv, int64_t kv_pos0, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
-               int64_t window, float scale, float* out, ThreadPool* pool) {
+void AttentionAccumulator::begin(int64_t n_tokens, int64_t n_head, int64_t head_dim) {
+  n_tokens_ = n_tokens;
+  n_head_ = n_head;
+  head_dim_ = head_dim;
+  const size_t jobs = static_cast<size_t>(n_tokens * n_head);
+  max_.assign(jobs, -std::numeric_limits<float>::infinity());
+  sum_.assign(jobs, 0.0);
+  acc_.assign(jobs * static_cast<size_t>(head_dim), 0.0f);
+}
+
+void AttentionAccumulator::add(const float* q, int64_t q_pos0, const float* k, const float* v,
+                               int64_t n_kv, int64_t kv_pos0, int64_t n_head_kv, int64_t window,
+                               float scale, ThreadPool* pool) {
+  const int64_t n_head = n_head_, head_dim = head_dim_;
   const int64_t group = n_head / n_head_kv;
   const int64_t q_stride = n_head * head_dim;
   const int64_t kv_stride = n_head_kv * head_dim;
@@ -202,42 +307,64 @@ void attention(const float* q, int64_t n_tokens, int64_t q_pos0, const float* k,
       const int64_t h = job % n_head;
       const int64_t kvh = h / group;
       const int64_t pos = q_pos0 + t;
-      // visible key rows [j0, j1)
-      int64_t lo = window > 0 ? pos - window + 1 : 0;
+      // visible key rows [j0, j1) of this chunk
+      const int64_t lo = window > 0 ? pos - window + 1 : 0;
       const int64_t j0 = std::max<int64_t>(0, lo - kv_pos0);
       const int64_t j1 = std::min<int64_t>(n_kv, pos - kv_pos0 + 1);
-      const float* qh = q + t * q_stride + h * head_dim;
-      float* oh = out + t * q_stride + h * head_dim;
-      std::fill(oh, oh + head_dim, 0.0f);
       if (j1 <= j0) continue;
-      float max = -std::numeric_limits<float>::infinity();
+      const float* qh = q + t * q_stride + h * head_dim;
+      float chunk_max = -std::numeric_limits<float>::infinity();
       for (int64_t j = j0; j < j1; ++j) {
         const float* kj = k + j * kv_stride + kvh * head_dim;
-        float dot = 0.0f;
-        for (int64_t d = 0; d < head_dim; ++d) dot += qh[d] * kj[d];
-        scores[static_cast<size_t>(j)] = dot * scale;
-        max = std::max(max, scores[static_cast<size_t>(j)]);
+        scores[static_cast<size_t>(j)] = dot(qh, kj, head_dim) * scale;
+        chunk_max = std::max(chunk_max, scores[static_cast<size_t>(j)]);
       }
-      double sum = 0.0;
+      float& max = max_[static_cast<size_t>(job)];
+      double& sum = sum_[static_cast<size_t>(job)];
+      float* acc = acc_.data() + job * head_dim;
+      if (chunk_max > max) {  // rescale what earlier chunks added
+        if (sum > 0.0) {
+          const float c = std::exp(max - chunk_max);
+          sum *= static_cast<double>(c);
+          for (int64_t d = 0; d < head_dim; ++d) acc[d] *= c;
+        }
+        max = chunk_max;
+      }
       for (int64_t j = j0; j < j1; ++j) {
         const float e = std::exp(scores[static_cast<size_t>(j)] - max);
-        scores[static_cast<size_t>(j)] = e;
         sum += static_cast<double>(e);
-      }
-      const float inv = static_cast<float>(1.0 / sum);
-      for (int64_t j = j0; j < j1; ++j) {
-        const float p = scores[static_cast<size_t>(j)] * inv;
         const float* vj = v + j * kv_stride + kvh * head_dim;
-        for (int64_t d = 0; d < head_dim; ++d) oh[d] += p * vj[d];
+        for (int64_t d = 0; d < head_dim; ++d) acc[d] += e * vj[d];
       }
     }
   };
-  const int64_t jobs = n_tokens * n_head;
-  if (pool && pool->size() > 1 && jobs > 1) {
+  const int64_t jobs = n_tokens_ * n_head;
+  // below ~64K multiply-adds a thread hand-off costs more than it saves
+  const bool parallel = pool && pool->size() > 1 && jobs > 1 && jobs * n_kv * head_dim >= (1 << 16);
+  if (parallel) {
     pool->parallel_for(jobs, 1, run);
   } else {
     run(0, jobs, 0);
   }
+}
+
+void AttentionAccumulator::finish(float* out) const {
+  for (int64_t job = 0; job < n_tokens_ * n_head_; ++job) {
+    const double sum = sum_[static_cast<size_t>(job)];
+    const float inv = sum > 0.0 ? static_cast<float>(1.0 / sum) : 0.0f;
+    const float* acc = acc_.data() + job * head_dim_;
+    float* o = out + job * head_dim_;
+    for (int64_t d = 0; d < head_dim_; ++d) o[d] = acc[d] * inv;
+  }
+}
+
+void attention(const float* q, int64_t n_tokens, int64_t q_pos0, const float* k, const float* v,
+               int64_t n_kv, int64_t kv_pos0, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
+               int64_t window, float scale, float* out, ThreadPool* pool) {
+  AttentionAccumulator acc;
+  acc.begin(n_tokens, n_head, head_dim);
+  acc.add(q, q_pos0, k, v, n_kv, kv_pos0, n_head_kv, window, scale, pool);
+  acc.finish(out);
 }
 
 }  // namespace boltrt::cpu

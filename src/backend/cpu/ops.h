@@ -4,6 +4,7 @@
 // llama.cpp to float rounding. Vectors are contiguous f32 unless a stride is given.
 #pragma once
 #include <cstdint>
+#include <vector>
 
 namespace boltrt {
 class ThreadPool;
@@ -14,6 +15,10 @@ namespace boltrt::cpu {
 // IEEE half <-> float, round to nearest even (as F16C / ggml do).
 float fp16_to_fp32(uint16_t h);
 uint16_t fp32_to_fp16(float f);
+
+// The same for rows of n values (F16C when the CPU has it; identical results).
+void fp16_to_fp32_row(const uint16_t* src, float* dst, int64_t n);
+void fp32_to_fp16_row(const float* src, uint16_t* dst, int64_t n);
 
 // y = x / sqrt(mean(x^2) + eps) * w   (w may be null: no weight). y may alias x.
 void rms_norm(const float* x, const float* w, int64_t n, float eps, float* y);
@@ -60,5 +65,24 @@ void route_top_k(const float* logits, int64_t n_expert, int64_t k, int32_t* sele
 void attention(const float* q, int64_t n_tokens, int64_t q_pos0, const float* k, const float* v,
                int64_t n_kv, int64_t kv_pos0, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
                int64_t window, float scale, float* out, ThreadPool* pool);
+
+// The same attention with the keys delivered in chunks, in any order of chunks (online
+// softmax: running max, rescaled sums), so a long context never has to be held as f32 at once.
+//   acc.begin(n_tokens, n_head, head_dim);
+//   for each chunk: acc.add(q, q_pos0, k_chunk, v_chunk, n_kv_chunk, chunk_pos0, ...);
+//   acc.finish(out);
+class AttentionAccumulator {
+ public:
+  void begin(int64_t n_tokens, int64_t n_head, int64_t head_dim);
+  void add(const float* q, int64_t q_pos0, const float* k, const float* v, int64_t n_kv,
+           int64_t kv_pos0, int64_t n_head_kv, int64_t window, float scale, ThreadPool* pool);
+  void finish(float* out) const;
+
+ private:
+  int64_t n_tokens_ = 0, n_head_ = 0, head_dim_ = 0;
+  std::vector<float> max_;   // per (token, head): running maximum score
+  std::vector<double> sum_;  // running sum of exp(score - max)
+  std::vector<float> acc_;   // running sum of exp(score - max) * v, head_dim per (token, head)
+};
 
 }  // namespace boltrt::cpu

@@ -10,6 +10,8 @@
 //   kind 3 ENCODE: aux = input set id; payload = the set's rows quantized by
 //                  ggml_quantize_chunk (no imatrix) or, for q8_K and q8_1, by the
 //                  reference row quantizer
+//   kind 5 WEIGHTED: as ENCODE, with ggml_quantize_chunk's imatrix argument = the INPUT record
+//                  with set id aux + 10 (one row of importance weights, the same for every row)
 //   kind 4 HASH  : aux = conversion (0 fp16->fp32, 1 fp32->fp16, 2 fp32->bf16), count = inputs;
 //                  payload = u64 hash (see sample_inputs / mix below)
 #include <ggml.h>
@@ -328,6 +330,21 @@ int main(int argc, char** argv) {
   for (uint32_t s = 0; s < 3; ++s) {
     put_record(1, 0, s, static_cast<uint32_t>(n_per_row[s]), sets[s].data(), sets[s].size() * 4);
     for (ggml_type t : encode) put_encode(t, s, sets[s], n_per_row[s]);
+  }
+  // The same sets with importance weights (positive, log-normal, some exactly zero).
+  const ggml_type weighted[] = {GGML_TYPE_Q4_0, GGML_TYPE_Q4_1,   GGML_TYPE_Q5_0,  GGML_TYPE_Q5_1,
+                                GGML_TYPE_Q2_K, GGML_TYPE_Q3_K,   GGML_TYPE_Q4_K,  GGML_TYPE_Q5_K,
+                                GGML_TYPE_Q6_K, GGML_TYPE_IQ4_NL, GGML_TYPE_IQ4_XS};
+  for (uint32_t s = 0; s < 3; ++s) {
+    std::vector<float> qw(static_cast<size_t>(n_per_row[s]));
+    for (size_t i = 0; i < qw.size(); ++i) qw[i] = i % 37 == 5 ? 0.0f : std::exp(normal());
+    put_record(1, 0, s + 10, static_cast<uint32_t>(qw.size()), qw.data(), qw.size() * 4);
+    const int64_t rows = static_cast<int64_t>(sets[s].size()) / n_per_row[s];
+    for (ggml_type t : weighted) {
+      std::vector<uint8_t> q(ggml_row_size(t, n_per_row[s]) * rows, 0);
+      ggml_quantize_chunk(t, sets[s].data(), q.data(), 0, rows, n_per_row[s], qw.data());
+      put_record(5, t, s, static_cast<uint32_t>(n_per_row[s]), q.data(), q.size());
+    }
   }
   put_encode(GGML_TYPE_F16, 0, sets[0], 256);
   put_encode(GGML_TYPE_BF16, 0, sets[0], 256);

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Side-by-side prompt (pp) and generation (tg) throughput of boltrt and llama.cpp's llama-bench on
+# the same synthetic Gemma 4 files and thread count; prints both and the ratios.
+#
+#   bench/gemma4_vs_llama.sh [-t THREADS] [-p N_PROMPT] [-n N_GEN] [-r REPS] [PRESET ...]
+#
+# PRESETs default to "e4b 26b-a4b" (Q4_K_M, written once to $BENCH_DIR, default
+# ~/.cache/boltrt-bench; several GB each, never committed). Needs build/<...>/boltrt (set BOLTRT)
+# and llama-ref (set LLAMA_REF_BIN; tools/setup.sh builds it).
+set -euo pipefail
+threads=2 n_prompt=512 n_gen=128 reps=3
+while getopts "t:p:n:r:" opt; do
+  case $opt in
+    t) threads=$OPTARG ;; p) n_prompt=$OPTARG ;; n) n_gen=$OPTARG ;; r) reps=$OPTARG ;;
+    *) exit 2 ;;
+  esac
+done
+shift $((OPTIND - 1))
+presets=("$@")
+[ ${#presets[@]} -eq 0 ] && presets=(e4b 26b-a4b)
+root="$(cd "$(dirname "$0")/.." && pwd)"
+boltrt="${BOLTRT:-$(ls -t "$root"/build/*/boltrt 2>/dev/null | head -1)}"
+ref="${LLAMA_REF_BIN:-$HOME/.cache/llama-ref/build/bin}"
+dir="${BENCH_DIR:-$HOME/.cache/boltrt-bench}"
+[ -x "$boltrt" ] || { echo "no boltrt binary (build it or set BOLTRT)" >&2; exit 1; }
+[ -x "$ref/llama-bench" ] || { echo "no llama-bench in $ref (run tools/setup.sh)" >&2; exit 1; }
+mkdir -p "$dir"
+echo "date: $(date -u +%Y-%m-%dT%H:%MZ)  cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)  threads: $threads"
+# avg_ts of the pp / tg entries of a JSON array from either tool
+rates() { python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+pp = [t["avg_ts"] for t in d if t["n_prompt"] > 0 and t["n_gen"] == 0]
+tg = [t["avg_ts"] for t in d if t["n_gen"] > 0 and t["n_prompt"] == 0]
+print(pp[0] if pp else 0, tg[0] if tg else 0)'; }
+printf "%-10s %12s %12s %8s %12s %12s %8s\n" model "boltrt pp" "llama pp" ratio "boltrt tg" "llama tg" ratio
+for preset in "${presets[@]}"; do
+  f="$dir/$preset-q4_k_m.gguf"
+  [ -f "$f" ] || "$boltrt" synth --preset "$preset" --type q4_k_m -t "$threads" -o "$f" > /dev/null
+  read -r bpp btg < <("$boltrt" bench -m "$f" -p "$n_prompt" -n "$n_gen" -t "$threads" -r "$reps" -o json | rates)
+  read -r lpp ltg < <("$ref/llama-bench" -m "$f" -p "$n_prompt" -n "$n_gen" -t "$threads" -r "$reps" -o json 2>/dev/null | rates)
+  python3 -c "
+b_pp, l_pp, b_tg, l_tg = $bpp, $lpp, $btg, $ltg
+r = lambda a, b: a / b if b else 0
+print('%-10s %12.2f %12.2f %8.2f %12.2f %12.2f %8.2f' % ('$preset', b_pp, l_pp, r(b_pp, l_pp), b_tg, l_tg, r(b_tg, l_tg)))"
+done

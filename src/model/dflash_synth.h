@@ -1,0 +1,39 @@
+// Synthetic DFlash drafts for tests: a complete `dflash` GGUF (as llama.cpp's converter lays it
+// out: keys under dflash.*, target layer ids stored +1, mask token under tokenizer.ggml.*) with
+// deterministic random f32 weights, sized to fit a given Gemma 4 target.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/gemma4.h"
+
+namespace boltrt::gguf {
+class File;
+}
+
+namespace boltrt::model {
+
+struct DFlashSynthOptions {
+  int64_t n_layer = 2;
+  int64_t n_head = 4;
+  int64_t n_head_kv = 2;
+  int64_t head_dim = 32;
+  int64_t n_ff = 256;
+  int64_t block_size = 8;
+  float rope_base = 1e6f;
+  // HF target_layer_ids (layer outputs); empty: 3 spread from layer 1 to L-3 like z-lab's default.
+  std::vector<int32_t> target_layer_ids;
+  int32_t mask_token = -1;    // -1: the target's last token id
+  int64_t n_vocab_draft = 0;  // > 0: reduced vocabulary (own output head + d2t)
+  uint64_t seed = 1;
+  // Copy the tokenizer.* keys from this file (the target), as llama.cpp's converter does; needed
+  // for llama.cpp to load the draft. Null: no tokenizer keys besides the mask token.
+  const gguf::File* tokenizer_from = nullptr;
+};
+
+// Writes the draft to `path`. Throws boltrt::Error on bad options or I/O failure.
+void write_dflash_synth(const boltrt::Gemma4Config& target, const DFlashSynthOptions& options,
+                        const std::string& path);
+
+}  // namespace boltrt::model

@@ -1,0 +1,105 @@
+#include "runtime/session.h"
+
+#include <algorithm>
+
+#include "util/error.h"
+
+namespace boltrt {
+
+namespace {
+
+int64_t clamp_context(const Gemma4Model& model, int64_t n_ctx) {
+  const int64_t trained = model.config().n_ctx_train;
+  if (n_ctx <= 0) fail("context size {} must be > 0", n_ctx);
+  return trained > 0 ? std::min(n_ctx, trained) : n_ctx;
+}
+
+}  // namespace
+
+Gemma4Session::Gemma4Session(const Gemma4Model& model, const SessionOptions& options,
+                             ThreadPool* pool)
+    : model_(model),
+      pool_(pool),
+      n_batch_(
+          std::max<int64_t>(1, std::min(options.n_batch, clamp_context(model, options.n_ctx)))),
+      kv_(model.kv_layout(), clamp_context(model, options.n_ctx), n_batch_, options.kv_type) {
+  workspace_.attention_chunk = options.attention_chunk;
+}
+
+std::span<const float> Gemma4Session::decode(std::span<const int32_t> tokens, bool all_logits) {
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  const int64_t V = n_vocab();
+  if (n == 0) fail("decode: no tokens");
+  if (n_past() + n > n_ctx()) {
+    fail("decode: {} tokens after {} do not fit in the context of {}", n, n_past(), n_ctx());
+  }
+  for (int32_t t : tokens) {
+    if (t < 0 || t >= V) fail("decode: token id {} outside the vocabulary [0, {})", t, V);
+  }
+  logits_.resize(static_cast<size_t>((all_logits ? n : 1) * V));
+  const int64_t start = n_past();
+  try {
+    for (int64_t done = 0; done < n; done += n_batch_) {
+      const int64_t m = std::min(n_batch_, n - done);
+      const bool last_chunk = done + m == n;
+      float* out = all_logits ? logits_.data() + done * V : (last_chunk ? logits_.data() : nullptr);
+      model_.forward(tokens.data() + done, m, n_past(), kv_, workspace_, pool_, out, all_logits);
+      kv_.set_n_past(n_past() + m);
+    }
+  } catch (...) {
+    kv_.set_n_past(start);  // the cache cells past `start` are simply stale
+    throw;
+  }
+  return {logits_.data(), logits_.size()};
+}
+
+void Gemma4Session::rollback(int64_t n_past) {
+  kv_.rollback(n_past);
+}
+
+}  // namespace boltrt
+
+namespace boltrt {
+
+void Gemma4Session::copy_prefix(const Gemma4Session& other, int64_t n) {
+  if (&other.model_ != &model_) fail("copy_prefix: sessions of different models");
+  kv_.copy_prefix(other.kv_, n);
+}
+
+std::vector<std::span<const float>> Gemma4Session::decode_batch(
+    std::span<Gemma4Session* const> sessions, std::span<const std::span<const int32_t>> tokens) {
+  if (sessions.size() != tokens.size()) {
+    fail("decode_batch: {} sessions but {} token lists", sessions.size(), tokens.size());
+  }
+  if (sessions.empty()) return {};
+  const Gemma4Model& model = sessions[0]->model_;
+  const int64_t V = model.config().n_vocab;
+  std::vector<int32_t> all;
+  std::vector<Gemma4Sequence> sequences;
+  for (size_t i = 0; i < sessions.size(); ++i) {
+    Gemma4Session& s = *sessions[i];
+    if (&s.model_ != &model) fail("decode_batch: sessions of different models");
+    const int64_t n = static_cast<int64_t>(tokens[i].size());
+    if (n == 0) fail("decode_batch: session {} has no tokens", i);
+    if (s.n_past() + n > s.n_ctx()) {
+      fail("decode_batch: session {}: {} tokens after {} do not fit in the context of {}", i, n,
+           s.n_past(), s.n_ctx());
+    }
+    all.insert(all.end(), tokens[i].begin(), tokens[i].end());
+    sequences.push_back({&s.kv_, s.n_past(), n});
+  }
+  Gemma4Session& lead = *sessions[0];
+  std::vector<float> logits(sessions.size() * static_cast<size_t>(V));
+  model.forward(all.data(), sequences, lead.workspace_, lead.pool_, logits.data(), false);
+  std::vector<std::span<const float>> out;
+  for (size_t i = 0; i < sessions.size(); ++i) {
+    Gemma4Session& s = *sessions[i];
+    s.kv_.set_n_past(s.n_past() + static_cast<int64_t>(tokens[i].size()));
+    const auto row = logits.begin() + static_cast<std::ptrdiff_t>(i * static_cast<size_t>(V));
+    s.logits_.assign(row, row + V);
+    out.emplace_back(s.logits_.data(), s.logits_.size());
+  }
+  return out;
+}
+
+}  // namespace boltrt

@@ -1,0 +1,58 @@
+// Gemma4Session: one sequence running on a Gemma4Model (LanguageModel implementation).
+// Prompts are processed in micro-batches of n_batch tokens, each one batched matmul per
+// projection; decoding is the same path with one token.
+#pragma once
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "model/gemma4.h"
+#include "runtime/kv_cache.h"
+#include "runtime/language_model.h"
+
+namespace boltrt {
+
+class ThreadPool;
+
+struct SessionOptions {
+  int64_t n_ctx = 4096;   // positions this sequence can hold (clamped to the model's own)
+  int64_t n_batch = 512;  // micro-batch size for prompt processing
+  KvType kv_type = KvType::F16;
+  int64_t attention_chunk = 2048;  // keys per attention pass (bounds the f32 copy of K/V)
+};
+
+class Gemma4Session : public LanguageModel {
+ public:
+  // The model and pool must outlive the session; pool may be null (one thread).
+  Gemma4Session(const Gemma4Model& model, const SessionOptions& options, ThreadPool* pool);
+
+  int64_t n_vocab() const override { return model_.config().n_vocab; }
+  int64_t n_ctx() const override { return kv_.n_ctx(); }
+  int64_t n_past() const override { return kv_.n_past(); }
+  std::span<const float> decode(std::span<const int32_t> tokens, bool all_logits = false) override;
+  // Rolls back at most n_batch tokens when the model has sliding-window layers (their ring
+  // keeps no more); throws boltrt::Error otherwise.
+  void rollback(int64_t n_past) override;
+
+  // Makes this session hold the first n tokens of `other` (same model and KV type), e.g. a
+  // shared system prompt processed once.
+  void copy_prefix(const Gemma4Session& other, int64_t n);
+
+  // Appends tokens[i] to sessions[i] for every i in one forward batch (all sessions on the
+  // same model; each tokens[i] at most that session's n_batch). Returns each session's
+  // last-token logits, valid until that session's next call.
+  static std::vector<std::span<const float>> decode_batch(
+      std::span<Gemma4Session* const> sessions, std::span<const std::span<const int32_t>> tokens);
+
+  const KvCache& kv_cache() const { return kv_; }
+
+ private:
+  const Gemma4Model& model_;
+  ThreadPool* pool_;
+  int64_t n_batch_;
+  KvCache kv_;
+  Gemma4Workspace workspace_;
+  std::vector<float> logits_;
+};
+
+}  // namespace boltrt

@@ -1,0 +1,223 @@
+// boltrt bench -m FILE [-p 512] [-n 128] [-t N] [-r 5] [-o md|json] [--kv-type f16]
+// Prompt processing (ppN: N random tokens in micro-batches) and generation (tgN: N single-token
+// decodes from an empty cache) throughput, measured and printed the way llama-bench does:
+// one warm-up run, then -r repetitions on a fresh cache, "avg ± stddev" tokens/s.
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "command.h"
+#include "gguf/gguf.h"
+#include "model/gemma4.h"
+#include "runtime/session.h"
+#include "runtime/thread_pool.h"
+#include "util/error.h"
+
+namespace boltrt::cli {
+namespace {
+
+struct BenchArgs {
+  std::string model;
+  int n_prompt = 512;
+  int n_gen = 128;
+  int threads = 0;
+  int reps = 5;
+  int batch = 512;
+  std::string output = "md";
+  bool json = false;
+  std::string kv_type = "f16";
+};
+
+struct Result {
+  std::string test;
+  int n_prompt = 0, n_gen = 0;
+  std::vector<double> seconds;
+  std::vector<double> rates() const {
+    std::vector<double> r;
+    for (double s : seconds) r.push_back((n_prompt + n_gen) / s);
+    return r;
+  }
+};
+
+double mean(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return v.empty() ? 0 : s / static_cast<double>(v.size());
+}
+double stddev(const std::vector<double>& v) {
+  if (v.size() < 2) return 0;
+  const double m = mean(v);
+  double s = 0;
+  for (double x : v) s += (x - m) * (x - m);
+  return std::sqrt(s / static_cast<double>(v.size() - 1));
+}
+
+// "gemma4 E4B Q4_K - Medium", as llama-bench names models (size from the layer count, type
+// from general.file_type).
+std::string model_description(const gguf::File& file, const Gemma4Config& c) {
+  const char* size = c.n_layer == 35   ? "E2B"
+                     : c.n_layer == 42 ? "E4B"
+                     : c.n_layer == 30 ? "26B.A4B"
+                     : c.n_layer == 60 ? "31B"
+                                       : "?B";
+  std::string type = "?";
+  switch (file.get_int("general.file_type").value_or(-1)) {
+    case 0:
+      type = "all F32";
+      break;
+    case 1:
+      type = "F16";
+      break;
+    case 2:
+      type = "Q4_0";
+      break;
+    case 7:
+      type = "Q8_0";
+      break;
+    case 10:
+      type = "Q2_K - Medium";
+      break;
+    case 12:
+      type = "Q3_K - Medium";
+      break;
+    case 14:
+      type = "Q4_K - Small";
+      break;
+    case 15:
+      type = "Q4_K - Medium";
+      break;
+    case 17:
+      type = "Q5_K - Medium";
+      break;
+    case 18:
+      type = "Q6_K";
+      break;
+    case 32:
+      type = "BF16";
+      break;
+    default:
+      break;
+  }
+  return fmt::format("gemma4 {} {}", size, type);
+}
+
+void run(const BenchArgs& args) {
+  const auto kv_type = kv_type_from_name(args.kv_type);
+  if (!kv_type) fail("--kv-type: '{}' is not one of f16, f32, q8_0", args.kv_type);
+  if (args.n_prompt < 0 || args.n_gen < 0 || args.reps < 1 || args.batch < 1) {
+    fail("bench: -p, -n must be >= 0, -r and -b >= 1");
+  }
+  const bool json = args.json || args.output == "json";
+  if (!json && args.output != "md") fail("-o: '{}' is not md or json", args.output);
+  const int threads = args.threads > 0 ? args.threads : default_threads();
+  auto model = Gemma4Model::load(args.model);
+  const Gemma4Config& c = model->config();
+  ThreadPool pool(threads);
+  std::mt19937 rng(1234);
+  std::uniform_int_distribution<int32_t> token(0, static_cast<int32_t>(c.n_vocab - 1));
+
+  std::vector<Result> results;
+  if (args.n_prompt > 0)
+    results.push_back({"pp" + std::to_string(args.n_prompt), args.n_prompt, 0, {}});
+  if (args.n_gen > 0) results.push_back({"tg" + std::to_string(args.n_gen), 0, args.n_gen, {}});
+  for (Result& r : results) {
+    SessionOptions options;
+    options.n_ctx = std::max(1, r.n_prompt + r.n_gen);
+    options.n_batch = args.batch;
+    options.kv_type = *kv_type;
+    Gemma4Session session(*model, options, &pool);
+    auto once = [&](bool warmup) {
+      session.reset();
+      if (r.n_prompt > 0) {
+        std::vector<int32_t> prompt(static_cast<size_t>(r.n_prompt));
+        for (int32_t& t : prompt) t = token(rng);
+        session.decode(prompt);
+      }
+      const int n_gen = warmup ? std::min(r.n_gen, 1) : r.n_gen;
+      for (int i = 0; i < n_gen; ++i) {
+        const int32_t t = token(rng);
+        session.decode(std::span<const int32_t>(&t, 1));
+      }
+    };
+    once(true);
+    for (int rep = 0; rep < args.reps; ++rep) {
+      const auto t0 = std::chrono::steady_clock::now();
+      once(false);
+      r.seconds.push_back(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+  }
+
+  uint64_t bytes = 0, params = 0;
+  for (const gguf::TensorInfo& t : model->file().tensors()) {
+    bytes += t.nbytes;
+    params += static_cast<uint64_t>(t.n_elements());
+  }
+  const std::string desc = model_description(model->file(), c);
+  if (json) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const Result& r : results) {
+      const auto rates = r.rates();
+      std::vector<double> ns;
+      for (double s : r.seconds) ns.push_back(s * 1e9);
+      out.push_back({{"model_filename", args.model},
+                     {"model_type", desc},
+                     {"model_size", bytes},
+                     {"model_n_params", params},
+                     {"n_batch", args.batch},
+                     {"n_threads", threads},
+                     {"type_k", args.kv_type},
+                     {"type_v", args.kv_type},
+                     {"n_prompt", r.n_prompt},
+                     {"n_gen", r.n_gen},
+                     {"avg_ns", mean(ns)},
+                     {"stddev_ns", stddev(ns)},
+                     {"avg_ts", mean(rates)},
+                     {"stddev_ts", stddev(rates)},
+                     {"samples_ns", ns},
+                     {"samples_ts", rates}});
+    }
+    std::printf("%s\n", out.dump(2).c_str());
+    return;
+  }
+  const std::string size = bytes < (1ull << 30) ? fmt::format("{:.2f} MiB", bytes / 1048576.0)
+                                                : fmt::format("{:.2f} GiB", bytes / 1073741824.0);
+  const std::string n_params = params < 1000000000ull ? fmt::format("{:.2f} M", params / 1e6)
+                                                      : fmt::format("{:.2f} B", params / 1e9);
+  std::printf("| model | size | params | backend | threads | test | t/s |\n");
+  std::printf("| --- | ---: | ---: | --- | ---: | ---: | ---: |\n");
+  for (const Result& r : results) {
+    const auto rates = r.rates();
+    std::printf("| %s | %s | %s | CPU | %d | %s | %.2f ± %.2f |\n", desc.c_str(), size.c_str(),
+                n_params.c_str(), threads, r.test.c_str(), mean(rates), stddev(rates));
+  }
+}
+
+void setup(CLI::App& sub) {
+  auto args = std::make_shared<BenchArgs>();
+  sub.add_option("-m,--model", args->model, "GGUF model file")->required();
+  sub.add_option("-p,--n-prompt", args->n_prompt, "prompt tokens (0: skip)")->capture_default_str();
+  sub.add_option("-n,--n-gen", args->n_gen, "generated tokens (0: skip)")->capture_default_str();
+  sub.add_option("-t,--threads", args->threads, "threads (default: physical cores)");
+  sub.add_option("-r,--repetitions", args->reps, "repetitions")
+      ->capture_default_str()
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  sub.add_option("-b,--batch-size", args->batch, "prompt micro-batch")->capture_default_str();
+  sub.add_option("-o,--output", args->output, "md or json")->capture_default_str();
+  sub.add_flag("--json", args->json, "same as -o json");
+  sub.add_option("--kv-type,--cache-type-k,--cache-type-v", args->kv_type,
+                 "KV cache type: f16, f32, q8_0 (K and V share one type)")
+      ->capture_default_str()
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  sub.callback([args] { run(*args); });
+}
+
+}  // namespace
+
+BOLTRT_COMMAND(bench, "Prompt and generation throughput, like llama-bench", setup);
+
+}  // namespace boltrt::cli
