@@ -587,8 +587,10 @@ TEST(Reasoning, ModelBackendWithBudget) {
   SamplerConfig greedy;
   greedy.temperature = 0;
   Generator generator(*sequence, backend->vocab(), greedy);
-  const std::vector<ChatMessage> messages = {{"user", "hello world"}};
-  const auto prompt = prompt_tokens(*backend, "", messages, /*thinking=*/true);
+  const nlohmann::ordered_json messages =
+      nlohmann::ordered_json::parse(R"([{"role": "user", "content": "hello world"}])");
+  const auto prompt =
+      prepare_prompt(*backend, "", messages, nlohmann::ordered_json(), /*thinking=*/true).tokens;
   GenerationOptions options;
   options.controller = controller.get();
   options.max_tokens = 100;
