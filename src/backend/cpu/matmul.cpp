@@ -2,16 +2,13 @@
 // thread pool and hands each thread's contiguous row range to the kernel of the chosen SIMD level.
 #include "backend/cpu/matmul.h"
 
-#if defined(__x86_64__) || defined(_M_X64)
-#include <cpuid.h>
-#endif
-
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
 #include <vector>
 
+#include "backend/cpu/cpu_features.h"
 #include "backend/cpu/matmul_internal.h"
 #include "runtime/thread_pool.h"
 #include "util/error.h"
@@ -19,26 +16,12 @@
 namespace boltrt {
 namespace {
 
-#if defined(__x86_64__) || defined(_M_X64)
-// clang 14's __builtin_cpu_supports does not know "f16c": read CPUID leaf 1, ECX bit 29.
-bool cpu_has_f16c() {
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return false;
-  return (ecx & (1u << 29)) != 0;
-}
-#endif
-
 SimdLevel best_supported_level() {
-#if defined(__x86_64__) || defined(_M_X64)
-  __builtin_cpu_init();
-  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                    cpu_has_f16c() && __builtin_cpu_supports("bmi2");
-  const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") &&
-                      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-                      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vnni");
+  const CpuFeatures& f = cpu_features();
+  const bool avx2 = f.avx2 && f.fma && f.f16c && f.bmi2;
+  const bool avx512 = avx2 && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq && f.avx512vnni;
   if (avx512) return SimdLevel::Avx512;
   if (avx2) return SimdLevel::Avx2;
-#endif
   return SimdLevel::Scalar;
 }
 

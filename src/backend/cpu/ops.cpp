@@ -9,6 +9,7 @@
 #include <numeric>
 #include <vector>
 
+#include "backend/cpu/cpu_features.h"
 #include "runtime/thread_pool.h"
 
 #if defined(__x86_64__)
@@ -71,8 +72,7 @@ uint16_t fp32_to_fp16(float f) {
 namespace {
 
 bool have_f16c() {
-  static const bool yes = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
-  return yes;
+  return cpu_features().f16c && cpu_features().avx;
 }
 
 __attribute__((target("avx,f16c"))) void fp16_to_fp32_f16c(const uint16_t* src, float* dst,
@@ -96,8 +96,7 @@ __attribute__((target("avx,f16c"))) void fp32_to_fp16_f16c(const float* src, uin
 }
 
 bool have_avx2_fma() {
-  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return yes;
+  return cpu_features().avx2 && cpu_features().fma;
 }
 
 __attribute__((target("avx2,fma"))) float dot_avx2(const float* a, const float* b, int64_t n) {

@@ -1,0 +1,16 @@
+// What this x86-64 CPU can run, asked once. One place for the questions, because compilers
+// differ in what __builtin_cpu_supports knows (clang 14 rejects "f16c" at compile time).
+#pragma once
+
+namespace boltrt {
+
+struct CpuFeatures {
+  bool avx = false, avx2 = false, fma = false, f16c = false, bmi2 = false;
+  bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false;
+  bool avx512vnni = false, avx512bf16 = false;
+};
+
+// All false on other architectures.
+const CpuFeatures& cpu_features();
+
+}  // namespace boltrt
