@@ -459,6 +459,87 @@ TEST(Reasoning, RealGemma4VocabularyMarkersByText) {
   EXPECT_EQ(tok->decode(with_message.message_tokens()), kDefaultBudgetMessage);
 }
 
+// Speculative decoding as shared/docs/reasoning.md B9 describes it, on the scripted model: a
+// drafter proposes K tokens (here: the model's own greedy continuation, ignorant of the budget),
+// the target walks them through a clone() of the controller, accepts drafts up to the first
+// disagreement (a forced token counts as the target's choice) and emits its correction; the real
+// controller then commits only the accepted tokens. The stream must equal plain decoding for
+// every budget, i.e. a boundary inside a drafted block is exact.
+std::vector<int32_t> speculative_run(const Script& script, const std::vector<int32_t>& prompt,
+                                     ReasoningConfig config, size_t draft_size) {
+  const size_t n_vocab = kBytes + 256;
+  auto next = [&](const std::vector<int32_t>& context) -> int32_t {
+    size_t answer_from = std::string::npos;
+    for (size_t i = prompt.size(); i < context.size(); ++i) {
+      if (context[i] == kClose) {
+        answer_from = i + 1;
+        break;
+      }
+    }
+    if (answer_from != std::string::npos) {
+      const size_t k = context.size() - answer_from;
+      return k < script.answer.size() ? script.answer[k] : kEos;
+    }
+    const size_t k = context.size() - prompt.size();
+    return k < script.thought.size() ? script.thought[k] : kEos;
+  };
+  auto logits_after = [&](const std::vector<int32_t>& context) {
+    std::vector<float> row(n_vocab, 0.0f);
+    row[static_cast<size_t>(next(context))] = 10.0f;
+    return row;
+  };
+  ReasoningController controller(gemma_like_vocab(), config);
+  controller.begin(prompt);
+  std::vector<int32_t> context = prompt;
+  while (context.size() - prompt.size() < 200) {
+    std::vector<int32_t> draft, hypothesis = context;
+    for (size_t i = 0; i < draft_size; ++i) {
+      draft.push_back(next(hypothesis));
+      hypothesis.push_back(draft.back());
+    }
+    // Verify: target rows for positions 0..K, walked through a scratch copy.
+    auto scratch = controller.clone();
+    std::vector<int32_t> accepted, verify_context = context;
+    for (size_t j = 0; j <= draft.size(); ++j) {
+      std::vector<float> row = logits_after(verify_context);
+      int32_t token = scratch->before_sample(row);
+      if (token < 0)
+        token = static_cast<int32_t>(std::max_element(row.begin(), row.end()) - row.begin());
+      accepted.push_back(token);
+      if (j == draft.size() || token != draft[j] || token == kEos) break;
+      scratch->on_commit(token, false);
+      verify_context.push_back(token);
+    }
+    // Commit the accepted prefix (and the correction) to the real controller.
+    for (int32_t token : accepted) {
+      std::vector<float> row = logits_after(context);
+      const int32_t forced = controller.before_sample(row);
+      EXPECT_TRUE(forced < 0 || forced == token);
+      controller.on_commit(token, forced >= 0);
+      context.push_back(token);
+      if (token == kEos)
+        return std::vector<int32_t>(context.begin() + prompt.size(), context.end());
+    }
+  }
+  return std::vector<int32_t>(context.begin() + prompt.size(), context.end());
+}
+
+TEST(Reasoning, BoundaryInsideADraftedBlockIsExact) {
+  const std::vector<int32_t> text = {kWord, kIng,       kWord,      byte(0xC3), byte(0xA9),
+                                     kThe,  byte('.'),  kWord,      kIng,       kIng,
+                                     kThe,  byte(0xE2), byte(0x82), byte(0xAC), kWord};
+  const auto thought = concat({kOpenLabel, text, {kClose}});
+  const auto answer = repeat(kThe, 6);
+  for (int64_t budget = -1; budget <= static_cast<int64_t>(text.size()) + 1; ++budget) {
+    for (size_t k : {1u, 4u, 16u}) {
+      SCOPED_TRACE(testing::Message() << "budget " << budget << " draft " << k);
+      const ReasoningConfig config = with_budget(budget);
+      const Outcome plain = run({thought, answer}, kPromptOn, config);
+      EXPECT_EQ(speculative_run({thought, answer}, kPromptOn, config, k), plain.result.tokens);
+    }
+  }
+}
+
 // Through the TextModel interface (what `generate`/`chat` hold), with the reply split as the CLI
 // splits it: the budget cuts the reasoning, the answer follows.
 TEST(Reasoning, TextModelChatWithBudget) {
@@ -506,8 +587,10 @@ TEST(Reasoning, ModelBackendWithBudget) {
   SamplerConfig greedy;
   greedy.temperature = 0;
   Generator generator(*sequence, backend->vocab(), greedy);
-  const std::vector<ChatMessage> messages = {{"user", "hello world"}};
-  const auto prompt = prompt_tokens(*backend, "", messages, /*thinking=*/true);
+  const nlohmann::ordered_json messages =
+      nlohmann::ordered_json::parse(R"([{"role": "user", "content": "hello world"}])");
+  const auto prompt =
+      prepare_prompt(*backend, "", messages, nlohmann::ordered_json(), /*thinking=*/true).tokens;
   GenerationOptions options;
   options.controller = controller.get();
   options.max_tokens = 100;

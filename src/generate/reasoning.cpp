@@ -286,8 +286,10 @@ int32_t ReasoningController::before_sample(std::span<float> logits) {
       if (end_match_ > 0) return seq[0];  // complete the marker the model began
       const auto best =
           static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
-      // The model is about to close the block itself: let it (one try; it costs no message).
-      if (best == shared_->vocab.end[0] && (grace_used_ == 0 || grace_used_ < config_.word_grace))
+      // The model is about to close the block itself: let it (it costs no message), once under
+      // the token limit, otherwise within the grace.
+      if (best == shared_->vocab.end[0] &&
+          (grace_used_ == 0 || (!hard_limit_ && grace_used_ < config_.word_grace)))
         return -1;
       if (hard_limit_ || last_is_boundary_ || grace_used_ >= config_.word_grace) return seq[0];
       // Within the grace: go on while the model's most likely next token continues the current
