@@ -22,6 +22,7 @@ GgufBackend::GgufBackend(std::shared_ptr<const gguf::File> file, SequenceFactory
   // Output text: control tokens print nothing (llama.cpp's token_to_piece with special=false).
   vocab_.piece = [tokenizer](int32_t id) { return tokenizer->piece(id, /*special=*/false); };
   vocab_.end_of_generation = tokenizer_->eog_tokens();
+  vocab_.suppressed = tokenizer_->suppress_tokens();  // tokenizer.ggml.suppress_tokens
   const int32_t open = tokenizer_->find("<|channel>");
   const int32_t close = tokenizer_->find("<channel|>");
   if (open != text::kNoToken && close != text::kNoToken)

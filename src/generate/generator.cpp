@@ -5,6 +5,7 @@
 #include <limits>
 #include <unordered_set>
 
+#include "generate/suppress_tokens.h"
 #include "generate/text_stream.h"
 #include "util/error.h"
 
@@ -165,12 +166,9 @@ GenerationResult Generator::generate(std::span<const int32_t> prompt_in,
     int32_t token = -1;
     if (edit_logits) {
       logits_copy_.assign(logits.begin(), logits.end());
-      for (int32_t id : vocab_.suppressed) {
-        logits_copy_[static_cast<size_t>(id)] = -std::numeric_limits<float>::infinity();
-      }
+      apply_suppress_tokens(logits_copy_, vocab_.suppressed);
       if (options.ignore_end_of_generation) {
-        for (int32_t id : end_tokens)
-          logits_copy_[static_cast<size_t>(id)] = -std::numeric_limits<float>::infinity();
+        apply_suppress_tokens(logits_copy_, vocab_.end_of_generation);
       }
       if (controller != nullptr) token = controller->before_sample(logits_copy_);
       row = logits_copy_;
