@@ -166,8 +166,10 @@ SamplerConfig greedy() {
 // model): the "perfect" draft at temperature 0.
 class GreedyOracleDrafter : public BlockDrafter {
  public:
-  explicit GreedyOracleDrafter(int64_t max_draft)
-      : max_draft_(max_draft), session_(target(), session_options(), nullptr) {}
+  // corrupt > 0: each proposed token is replaced by another one with probability `corrupt`
+  // (partial acceptance, rollbacks of every length).
+  explicit GreedyOracleDrafter(int64_t max_draft, float corrupt = 0.0f)
+      : max_draft_(max_draft), corrupt_(corrupt), session_(target(), session_options(), nullptr) {}
   int64_t max_draft() const override { return max_draft_; }
   std::vector<int32_t> tap_layers() const override { return {}; }
   void reset() override { session_.reset(); }
@@ -181,6 +183,7 @@ class GreedyOracleDrafter : public BlockDrafter {
     for (int64_t i = 0; i < n; ++i) {
       const auto logits = session_.decode(std::span<const int32_t>(&t, 1));
       t = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+      if (corrupt_ > 0 && rng_.uniform() < corrupt_) t = (t + 1) % 512;
       out[i] = t;
     }
     session_.rollback(start);
@@ -188,6 +191,8 @@ class GreedyOracleDrafter : public BlockDrafter {
 
  private:
   int64_t max_draft_;
+  float corrupt_;
+  model::Rng rng_{99};
   Gemma4Session session_;
 };
 
@@ -224,6 +229,84 @@ TEST(Speculative, GreedyEqualsPlainWithTheSyntheticDraft) {
   std::printf("synthetic draft: %lld rounds, %lld/%lld accepted, tau %.3f\n",
               static_cast<long long>(total.n_rounds), static_cast<long long>(total.n_accepted),
               static_cast<long long>(total.n_drafted), total.mean_acceptance_length());
+}
+
+// Drafts that are right most of the time: every acceptance length occurs, the target rolls back
+// by every amount, across the sliding window (8) many times.
+TEST(Speculative, GreedyEqualsPlainWithAPartlyRightDraft) {
+  Gemma4Session session(target(), session_options(), nullptr);
+  GreedyOracleDrafter drafter(7, 0.15f);
+  SpeculativeStats total;
+  std::vector<int64_t> accepted_lengths(8, 0);
+  for (uint64_t p = 0; p < 4; ++p) {
+    const auto prompt = random_prompt(300 + p, 5 + static_cast<int64_t>(p) * 3);
+    SpeculativeOptions so;
+    so.adaptive = p % 2 == 1;
+    SpeculativeGenerator spec(session, drafter, test_vocab(), greedy(), so);
+    GenerationOptions o;
+    o.max_tokens = 256;
+    const SpeculativeResult r = spec.generate(prompt, o);
+    ASSERT_EQ(r.generation.tokens, plain_tokens(prompt, greedy(), 256)) << "prompt " << p;
+    total.n_rounds += r.speculative.n_rounds;
+    total.n_drafted += r.speculative.n_drafted;
+    total.n_accepted += r.speculative.n_accepted;
+  }
+  std::printf("partly right draft: %lld rounds, %lld/%lld accepted, tau %.3f\n",
+              static_cast<long long>(total.n_rounds), static_cast<long long>(total.n_accepted),
+              static_cast<long long>(total.n_drafted), total.mean_acceptance_length());
+  EXPECT_GT(total.n_accepted, total.n_drafted / 3);
+  EXPECT_LT(total.n_accepted, total.n_drafted);
+}
+
+// After a run with rejected drafts, the draft's context holds exactly the rows of the committed
+// tokens: equal to injecting the taps of one plain prefill over prompt + generated tokens.
+TEST(Speculative, DraftContextAfterRollbacksEqualsOneShotInjection) {
+  SessionOptions f32 = session_options();
+  f32.kv_type = KvType::F32;
+  Gemma4Session session(target(), f32, nullptr);
+  DFlashDrafter drafter(draft(), nullptr);
+  const auto prompt = random_prompt(77, 12);
+  SpeculativeGenerator spec(session, drafter, test_vocab(), greedy(), {});
+  GenerationOptions o;
+  o.max_tokens = 40;
+  const auto r = spec.generate(prompt, o);
+  ASSERT_GT(r.speculative.n_rounds, 5);
+  const DFlashKv& kv = drafter.kv();
+  // the rounds up to the last one: all committed tokens but the final round's
+  std::vector<int32_t> all = prompt;
+  all.insert(all.end(), r.generation.tokens.begin(), r.generation.tokens.end());
+  ASSERT_GE(kv.n_rows, static_cast<int64_t>(all.size()) - 9);
+  ASSERT_EQ(kv.pos_end, kv.n_rows);
+
+  Gemma4Session fresh(target(), f32, nullptr);
+  fresh.set_tap_layers(draft().config().target_layers);
+  std::vector<float> taps;
+  for (size_t i = 0; i < static_cast<size_t>(kv.n_rows); i += 16) {
+    const auto chunk = std::span<const int32_t>(all).subspan(
+        i, std::min<size_t>(16, static_cast<size_t>(kv.n_rows) - i));
+    fresh.decode(chunk);
+    taps.insert(taps.end(), fresh.taps().begin(), fresh.taps().end());
+  }
+  DFlashKv want;
+  draft().inject(taps.data(), kv.n_rows, want, nullptr);
+  // The one-shot prefill runs other batch sizes, and the f32 matmul is not batch-invariant: a
+  // one-row product differs from a many-row one by ~1e-4 relative (token-by-token vs one
+  // 40-token prefill: taps already differ by 7e-4 at row 0 with |tap| ~ 10), measured here
+  // 1.7e-4 relative. A misplaced or stale row (a rejected token's) would be off by O(1).
+  double max_err = 0, max_abs = 0;
+  for (size_t il = 0; il < kv.k.size(); ++il) {
+    ASSERT_EQ(kv.k[il].size(), want.k[il].size());
+    ASSERT_EQ(kv.v[il].size(), want.v[il].size());
+    for (size_t i = 0; i < kv.k[il].size(); ++i) {
+      max_err = std::max({max_err, static_cast<double>(std::abs(kv.k[il][i] - want.k[il][i])),
+                          static_cast<double>(std::abs(kv.v[il][i] - want.v[il][i]))});
+      max_abs = std::max({max_abs, static_cast<double>(std::abs(want.k[il][i])),
+                          static_cast<double>(std::abs(want.v[il][i]))});
+    }
+  }
+  std::printf("draft context after %lld rounds vs one-shot: max |err| %.3g (max %.3g)\n",
+              static_cast<long long>(r.speculative.n_rounds), max_err, max_abs);
+  EXPECT_LT(max_err, 1e-3 * max_abs);
 }
 
 TEST(Speculative, PerfectDraftIsAlwaysAcceptedAndEqualsPlain) {

@@ -57,6 +57,8 @@ class DFlashDrafter : public BlockDrafter {
   void add_context(std::span<const int32_t> tokens, const float* taps) override;
   int64_t context_end() const override { return kv_.pos_end; }
   void propose(int32_t last, int64_t n, int32_t* out) override;
+  // The injected context (rows of committed tokens only).
+  const DFlashKv& kv() const { return kv_; }
 
  private:
   const DFlashDraft& draft_;
