@@ -11,6 +11,7 @@
 
 #include "generate/generator.h"
 #include "generate/speculative.h"
+#include "generate_fakes.h"
 #include "model/dflash.h"
 #include "model/dflash_synth.h"
 #include "model/gemma4.h"
@@ -451,6 +452,42 @@ TEST(SpeculativeSampling, TrigramDistributionMatchesPlainChiSquare) {
   const double z = 3.09, k = dof;
   const double limit = k * std::pow(1 - 2 / (9 * k) + z * std::sqrt(2 / (9 * k)), 3);
   EXPECT_LT(chi2, limit);
+}
+
+}  // namespace
+}  // namespace boltrt
+
+namespace boltrt {
+namespace {
+
+// The entry point the CLI uses for --draft FILE.
+TEST(DFlashGeneration, LoadsTheDraftForTheSessionAndEqualsPlain) {
+  const std::string path = test::scratch_dir("spec_cli_draft") + "/draft.gguf";
+  model::DFlashSynthOptions o;
+  o.block_size = 4;
+  model::write_dflash_synth(target().config(), o, path);
+  Gemma4Session session(target(), session_options(), nullptr);
+  DFlashGeneration gen(path, session, test_vocab(), greedy(), {});
+  EXPECT_EQ(gen.draft().config().block_size, 4);
+  const auto prompt = random_prompt(5, 10);
+  GenerationOptions go;
+  go.max_tokens = 30;
+  const auto r = gen.generate(prompt, go);
+  EXPECT_EQ(r.generation.tokens, plain_tokens(prompt, greedy(), 30));
+  // adaptive (the default) and nothing accepted: the length stays at draft_min = 1
+  EXPECT_EQ(r.speculative.n_drafted, r.speculative.n_rounds);
+  const std::string line = format_speculative_stats(r);
+  EXPECT_EQ(line.rfind("draft: 0/", 0), 0u) << line;
+  EXPECT_NE(line.find("mean acceptance length 1.00 over"), std::string::npos) << line;
+
+  ScriptedModel not_gemma(512, 64);
+  try {
+    DFlashGeneration bad(path, not_gemma, test_vocab(), greedy(), {});
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), path + ": DFlash drafts run with Gemma 4 targets only");
+  }
+  EXPECT_THROW(DFlashGeneration(path + ".missing", session, test_vocab(), greedy(), {}), Error);
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "generate/speculative.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <limits>
@@ -302,6 +304,32 @@ SpeculativeResult SpeculativeGenerator::generate(std::span<const int32_t> prompt
       stats.tokens_per_second = (stats.n_tokens - 1) * 1000.0 / stats.generation_ms;
   }
   return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// DFlashGeneration
+// ---------------------------------------------------------------------------------------------
+
+DFlashGeneration::DFlashGeneration(const std::string& draft_path, LanguageModel& target,
+                                   GenerationVocab vocab, const SamplerConfig& sampling,
+                                   const SpeculativeOptions& options) {
+  auto* session = dynamic_cast<Gemma4Session*>(&target);
+  if (session == nullptr) fail("{}: DFlash drafts run with Gemma 4 targets only", draft_path);
+  draft_ = DFlashDraft::load(draft_path, session->model());
+  drafter_ = std::make_unique<DFlashDrafter>(*draft_, session->pool());
+  generator_ = std::make_unique<SpeculativeGenerator>(*session, *drafter_, std::move(vocab),
+                                                      sampling, options);
+}
+
+DFlashGeneration::~DFlashGeneration() = default;
+
+std::string format_speculative_stats(const SpeculativeResult& result) {
+  const SpeculativeStats& s = result.speculative;
+  return fmt::format(
+      "draft: {}/{} accepted ({:.1f}%), mean acceptance length {:.2f} over {} rounds, {:.1f} "
+      "tokens/s",
+      s.n_accepted, s.n_drafted, 100.0 * s.acceptance_rate(), s.mean_acceptance_length(),
+      s.n_rounds, result.generation.stats.tokens_per_second);
 }
 
 }  // namespace boltrt

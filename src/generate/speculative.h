@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "generate/generator.h"
@@ -113,5 +114,31 @@ class SpeculativeGenerator {
   SpeculativeOptions options_;
   std::vector<float> logits_copy_;
 };
+
+// What a command needs for `--draft FILE`: the draft loaded for a target session and the loop
+// over them.
+class DFlashGeneration {
+ public:
+  // target must be a Gemma4Session (else one boltrt::Error naming the draft file); it and its
+  // model must outlive this. Throws boltrt::Error when the draft does not fit the target.
+  DFlashGeneration(const std::string& draft_path, LanguageModel& target, GenerationVocab vocab,
+                   const SamplerConfig& sampling, const SpeculativeOptions& options);
+  ~DFlashGeneration();
+
+  SpeculativeResult generate(std::span<const int32_t> prompt, const GenerationOptions& options) {
+    return generator_->generate(prompt, options);
+  }
+  Sampler& sampler() { return generator_->sampler(); }
+  const DFlashDraft& draft() const { return *draft_; }
+
+ private:
+  std::unique_ptr<DFlashDraft> draft_;
+  std::unique_ptr<DFlashDrafter> drafter_;
+  std::unique_ptr<SpeculativeGenerator> generator_;
+};
+
+// One line of statistics, e.g. "draft: 812/1024 accepted (79.3%), mean acceptance length 4.25
+// over 191 rounds, 57.2 tokens/s".
+std::string format_speculative_stats(const SpeculativeResult& result);
 
 }  // namespace boltrt

@@ -45,6 +45,8 @@ class Gemma4Session : public LanguageModel {
       std::span<Gemma4Session* const> sessions, std::span<const std::span<const int32_t>> tokens);
 
   const KvCache& kv_cache() const { return kv_; }
+  const Gemma4Model& model() const { return model_; }
+  ThreadPool* pool() const { return pool_; }
 
   // Hidden-state capture for DFlash drafting (shared/docs/dflash.md A4): with a non-empty list
   // of layer ids (Gemma4Taps: id k = the input of layer k), every decode() also fills taps()
