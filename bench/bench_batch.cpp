@@ -8,6 +8,11 @@
 // Each N runs max(R, N) requests of the same short prompt with max_tokens = TOKENS at
 // temperature 0. Throughput only grows with N when the model evaluates the N sequences of a
 // step in one forward pass (weights read once); with interleaved sessions it stays flat.
+//
+// 2026-11-30, this 2-core build machine (shared, load ~5), `--synth e4b --layers 4 --type q4_k
+// -n 16 --requests 16 -t 2` (E4B shapes, 4 of 42 layers, 0.75 GB): N=1 10.1 tok/s, N=4 18.6
+// (1.8x), N=16 34.5 (3.4x). The 262144-row output head and per-layer embeddings dominate a
+// 4-layer model's weight reads, and sampling a 262144-token row is per sequence.
 #include <fmt/format.h>
 #include <unistd.h>
 

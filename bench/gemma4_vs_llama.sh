@@ -2,10 +2,11 @@
 # Side-by-side prompt (pp) and generation (tg) throughput of boltrt and llama.cpp's llama-bench on
 # the same synthetic Gemma 4 files and thread count; prints both and the ratios.
 #
-#   bench/gemma4_vs_llama.sh [-t THREADS] [-p N_PROMPT] [-n N_GEN] [-r REPS] [PRESET ...]
+#   bench/gemma4_vs_llama.sh [-t THREADS] [-p N_PROMPT] [-n N_GEN] [-r REPS] [PRESET|FILE ...]
 #
 # PRESETs default to "e4b 26b-a4b" (Q4_K_M, written once to $BENCH_DIR, default
-# ~/.cache/boltrt-bench; several GB each, never committed). Needs build/<...>/boltrt (set BOLTRT)
+# ~/.cache/boltrt-bench; several GB each, never committed). An argument ending in .gguf is an
+# existing model file, benchmarked as it is (bench/side_by_side.sh -m FILE does this). Needs build/<...>/boltrt (set BOLTRT)
 # and llama-ref (set LLAMA_REF_BIN; tools/setup.sh builds it).
 set -euo pipefail
 threads=2 n_prompt=512 n_gen=128 reps=3
@@ -33,14 +34,20 @@ d = json.load(sys.stdin)
 pp = [t["avg_ts"] for t in d if t["n_prompt"] > 0 and t["n_gen"] == 0]
 tg = [t["avg_ts"] for t in d if t["n_gen"] > 0 and t["n_prompt"] == 0]
 print(pp[0] if pp else 0, tg[0] if tg else 0)'; }
-printf "%-10s %12s %12s %8s %12s %12s %8s\n" model "boltrt pp" "llama pp" ratio "boltrt tg" "llama tg" ratio
+printf "%-16s %12s %12s %8s %12s %12s %8s\n" model "boltrt pp" "llama pp" ratio "boltrt tg" "llama tg" ratio
 for preset in "${presets[@]}"; do
-  f="$dir/$preset-q4_k_m.gguf"
-  [ -f "$f" ] || "$boltrt" synth --preset "$preset" --type q4_k_m -t "$threads" -o "$f" > /dev/null
+  if [[ "$preset" == *.gguf ]]; then
+    f="$preset"
+    [ -f "$f" ] || { echo "no such model file: $f" >&2; exit 1; }
+    preset="$(basename "$f" .gguf)"
+  else
+    f="$dir/$preset-q4_k_m.gguf"
+    [ -f "$f" ] || "$boltrt" synth --preset "$preset" --type q4_k_m -t "$threads" -o "$f" > /dev/null
+  fi
   read -r bpp btg < <("$boltrt" bench -m "$f" -p "$n_prompt" -n "$n_gen" -t "$threads" -r "$reps" -o json | rates)
   read -r lpp ltg < <("$ref/llama-bench" -m "$f" -p "$n_prompt" -n "$n_gen" -t "$threads" -r "$reps" -o json 2>/dev/null | rates)
   python3 -c "
 b_pp, l_pp, b_tg, l_tg = $bpp, $lpp, $btg, $ltg
 r = lambda a, b: a / b if b else 0
-print('%-10s %12.2f %12.2f %8.2f %12.2f %12.2f %8.2f' % ('$preset', b_pp, l_pp, r(b_pp, l_pp), b_tg, l_tg, r(b_tg, l_tg)))"
+print('%-16s %12.2f %12.2f %8.2f %12.2f %12.2f %8.2f' % ('$preset', b_pp, l_pp, r(b_pp, l_pp), b_tg, l_tg, r(b_tg, l_tg)))"
 done

@@ -16,7 +16,8 @@ int main(int argc, char** argv) {
     boltrt::Session session(model);
 
     boltrt::Request request;
-    request.messages.push_back({"user", argc > 2 ? argv[2] : "Write one sentence about the sea."});
+    request.messages.push_back(
+        boltrt::Message::text("user", argc > 2 ? argv[2] : "Write one sentence about the sea."));
     request.max_tokens = 64;
     const boltrt::Result result = session.generate(request, [](const boltrt::TokenInfo& token) {
       if (!token.reasoning) std::fwrite(token.text.data(), 1, token.text.size(), stdout);

@@ -151,6 +151,12 @@ TEST(Api, ChatWithReasoning) {
   EXPECT_EQ(answer, "USER: HI\n");
   EXPECT_EQ(r.stats.reasoning_tokens, 9);
 
+  request.reasoning_budget = 2;  // the controller closes the thought
+  request.reasoning_budget_message = " [done]";
+  const boltrt::Result budgeted = session.generate(request);
+  EXPECT_EQ(budgeted.reasoning, "user [done]");  // 2 tokens, the word finished, the message
+  EXPECT_EQ(budgeted.stats.reasoning_tokens, 4 + 7);
+
   request.reasoning_budget = 0;  // no thinking tokens at all
   const boltrt::Result direct = session.generate(request);
   EXPECT_EQ(direct.reasoning, "");

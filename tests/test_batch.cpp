@@ -365,6 +365,31 @@ TEST(RunBatch, ReasoningIsSplitFromContent) {
   EXPECT_EQ(errors[0]["error"], "'tools' are not supported by this model's chat format");
 }
 
+// The reasoning controller of issue 9 holds a request's budget: after the budget (plus at
+// most the word grace) it forces the closing message and the end marker.
+TEST(RunBatch, ReasoningBudgetHolds) {
+  RunFixture f("batch_run_budget");
+  write_file(f.input, R"({"id":"b","messages":[{"role":"user","content":"hi there everyone"}],)"
+                      R"("reasoning":"on","reasoning_budget":3})"
+                      "\n"
+                      R"({"id":"d","messages":[{"role":"user","content":"hi"}],"reasoning":"on"})"
+                      "\n");
+  auto engine = fake_engine(1, 256, 0);
+  BatchOptions o = f.options();
+  o.reasoning.budget_message = " (enough)";
+  run_batch(*engine, o);
+  const auto results = read_lines(f.output);
+  ASSERT_EQ(results.size(), 2u);
+  const std::string reasoning = results[0]["reasoning"];
+  EXPECT_EQ(reasoning.rfind("use", 0), 0u) << reasoning;
+  ASSERT_GE(reasoning.size(), 9u);
+  EXPECT_EQ(reasoning.substr(reasoning.size() - 9), " (enough)") << reasoning;
+  EXPECT_LE(reasoning.size(), 3u + 4u + 9u) << reasoning;  // budget + word grace + message
+  EXPECT_EQ(results[0]["tokens"]["reasoning"], static_cast<int64_t>(reasoning.size()));
+  // Without a budget the whole thought is kept.
+  EXPECT_EQ(results[1]["reasoning"], "user: hi\n");
+}
+
 TEST(RunBatch, ParallelGivesTheSameResults) {
   RunFixture f("batch_run_parallel");
   write_file(f.input, numbered_input(23));

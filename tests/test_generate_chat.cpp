@@ -131,8 +131,8 @@ TEST(ChatLoop, ReasoningHiddenDimmedOrPlain) {
     f.reply("<|channel>thought\nsum it<channel|>4");
     f.run({"2+2?"});
     const std::string expected = display == ReasoningDisplay::kHide  ? "4\n"
-                                 : display == ReasoningDisplay::kDim ? "\033[2msum it\033[0m4\n"
-                                                                     : "sum it4\n";
+                                 : display == ReasoningDisplay::kDim ? "\033[2msum it\033[0m\n4\n"
+                                                                     : "sum it\n4\n";
     EXPECT_EQ(f.out.str(), expected);
     EXPECT_EQ(f.loop->history()[1].content, "4");  // thoughts never enter the history
     EXPECT_EQ(f.text.last_prompt, "<user>2+2?<gen>");

@@ -2,11 +2,11 @@
 // examples/embed.cpp against the installed files only — once with find_package(boltrt) and once
 // with pkg-config — and runs both programs.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
+#include <regex>
 #include <string>
-
-#include <unistd.h>
 
 #include "support/paths.h"
 
@@ -59,14 +59,27 @@ TEST_F(Install, InstallsOnlyThePublicSurface) {
             (std::vector<std::string>{"include/boltrt/boltrt.h", "include/boltrt/error.h"}));
 }
 
-// The example reports a missing model as one boltrt::Error line; with no argument, its usage.
-void expect_example_runs(const std::string& program) {
+// The example reports a missing model as one boltrt::Error line, prints its usage without an
+// argument, and answers on a model synthesized by the installed CLI.
+void expect_example_runs(const std::string& program, const std::string& prefix) {
   std::string out;
   EXPECT_EQ(run_command(sh_quote(program), &out), 2) << out;
   EXPECT_NE(out.find("usage:"), std::string::npos) << out;
   out.clear();
   EXPECT_EQ(run_command(sh_quote(program) + " /nonexistent/model.gguf", &out), 1) << out;
   EXPECT_EQ(out, "embed: /nonexistent/model.gguf: no such file\n");
+  const std::string model = program + ".tiny.gguf";
+  out.clear();
+  ASSERT_EQ(
+      run_command(sh_quote(prefix + "/bin/boltrt") + " synth --preset tiny -o " + sh_quote(model),
+                  &out),
+      0)
+      << out;
+  out.clear();
+  EXPECT_EQ(run_command(sh_quote(program) + " " + sh_quote(model) + " Hello", &out), 0) << out;
+  EXPECT_TRUE(std::regex_search(
+      out, std::regex(R"(\n\[[0-9]+ tokens, [0-9.]+ tokens/s, (eog|length)\]\n$)")))
+      << out;
 }
 
 TEST_F(Install, ExampleBuildsWithFindPackage) {
@@ -82,7 +95,7 @@ TEST_F(Install, ExampleBuildsWithFindPackage) {
                         &log),
             0)
       << log;
-  expect_example_runs(build + "/embed");
+  expect_example_runs(build + "/embed", prefix_);
 }
 
 TEST_F(Install, ExampleBuildsWithPkgConfig) {
@@ -97,7 +110,7 @@ TEST_F(Install, ExampleBuildsWithPkgConfig) {
                         &log),
             0)
       << log;
-  expect_example_runs(program);
+  expect_example_runs(program, prefix_);
 }
 
 }  // namespace

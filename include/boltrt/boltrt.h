@@ -5,7 +5,7 @@
 //   auto model = boltrt::Model::load("model.gguf");
 //   boltrt::Session session(model);
 //   boltrt::Request request;
-//   request.messages.push_back({"user", "Hello!"});
+//   request.messages.push_back(boltrt::Message::text("user", "Hello!"));
 //   boltrt::Result result = session.generate(request, [](const boltrt::TokenInfo& t) {
 //     std::fwrite(t.text.data(), 1, t.text.size(), stdout);
 //     return true;  // false cancels
@@ -30,6 +30,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace boltrt {
@@ -81,10 +82,18 @@ struct ToolCall {
 struct Message {
   std::string role;     ///< "system", "user", "assistant" or "tool"
   std::string content;  ///< the text of the turn (a tool's result for role "tool")
-  std::string
-      reasoning;  ///< an assistant turn's thinking (dropped from history as the template does)
+  /// An assistant turn's thinking (Gemma 4's template drops it from the history).
+  std::string reasoning;
   std::vector<ToolCall> tool_calls;  ///< calls an assistant turn made
   std::string tool_call_id;          ///< for role "tool": the id of the call it answers
+
+  /// A plain text turn, e.g. Message::text("user", "Hello!").
+  static Message text(std::string role, std::string content) {
+    Message m;
+    m.role = std::move(role);
+    m.content = std::move(content);
+    return m;
+  }
 };
 
 /// Options for Session::apply_chat_template.
@@ -124,6 +133,8 @@ struct Request {
   Sampling sampling;              ///< sampling settings
   Reasoning reasoning = Reasoning::kAuto;  ///< thinking on or off (chat only)
   int64_t reasoning_budget = -1;           ///< most thinking tokens; -1: unlimited, 0: none
+  /// Text forced to close the thought when the budget is spent ("" = a short default phrase).
+  std::string reasoning_budget_message;
 };
 
 /// Passed to the per-token callback after each generated token.

@@ -230,10 +230,9 @@ std::string Session::apply_chat_template(std::span<const Message> messages,
   if (!state_) fail("Session: used after a move");
   const ModelBackend& backend = *state_->backend;
   if (!backend.has_chat_template()) fail("this model has no chat template");
-  if (!options.add_generation_prompt)
-    fail("apply_chat_template: add_generation_prompt = false is not supported yet");
   return backend
-      .render_chat_json(messages_json(messages), tools_json(options.tools), options.thinking)
+      .render_chat_json(messages_json(messages), tools_json(options.tools), options.thinking,
+                        options.add_generation_prompt)
       .text;
 }
 
@@ -245,21 +244,42 @@ Result Session::generate(const Request& request, const TokenCallback& on_token) 
     fail("generate: the request has neither a prompt nor messages");
   if (!request.tools.empty() && request.messages.empty())
     fail("generate: tools need chat messages");
-  if (request.reasoning_budget < -1)
-    fail("generate: reasoning_budget {} must be >= -1", request.reasoning_budget);
-  // Thinking is on when asked for; a budget of 0 means no thinking tokens at all.
-  const bool thinking = request.reasoning == Reasoning::kOn && request.reasoning_budget != 0;
+  ReasoningConfig reasoning;
+  reasoning.mode = request.reasoning == Reasoning::kOn    ? ReasoningMode::kOn
+                   : request.reasoning == Reasoning::kOff ? ReasoningMode::kOff
+                                                          : ReasoningMode::kAuto;
+  reasoning.budget = request.reasoning_budget;
+  if (!request.reasoning_budget_message.empty())
+    reasoning.budget_message = request.reasoning_budget_message;
+  reasoning.max_tokens = request.max_tokens;
+  reasoning.validate();
+  // Thinking on renders the template's thinking switch; a budget of 0 renders it off.
+  const bool thinking = reasoning.enable_thinking();
 
   const Json tools = tools_json(request.tools);
   const PreparedPrompt prepared = prepare_prompt(
       backend, request.prompt, request.messages.empty() ? Json() : messages_json(request.messages),
       tools, thinking);
   const std::vector<int32_t>& prompt = prepared.tokens;
+  // The generator reuses the cached prefix this prompt shares with the last call and rolls the
+  // rest back; sessions with sliding-window layers can only roll back a micro-batch, so a long
+  // way back starts from an empty cache instead.
+  constexpr size_t kMaxRollback = 256;
+  const auto& cached = s.generator->cached_tokens();
+  size_t common = 0;
+  while (common < cached.size() && common < prompt.size() && cached[common] == prompt[common])
+    ++common;
+  if (cached.size() - common > kMaxRollback) s.generator->reset();
   s.generator->sampler() = Sampler(engine_sampling(backend, request.sampling));
 
   const auto markers = backend.reasoning_markers();
   ReplySplitter splitter(markers, ReplySplitter::prompt_opens_reasoning(prompt, markers));
+  // The budget (and closing message) is held token by token; nullptr for formats without
+  // thought markers.
+  const std::unique_ptr<ReasoningController> controller =
+      make_reasoning_controller(backend, reasoning);
   GenerationOptions options;
+  options.controller = controller.get();
   options.max_tokens = request.max_tokens;
   options.stop_strings = request.stop;
   std::string released;
@@ -290,7 +310,7 @@ Result Session::generate(const Request& request, const TokenCallback& on_token) 
   st.prompt_tokens = g.n_prompt_tokens;
   st.prompt_evaluated = g.n_prompt_evaluated;
   st.generated_tokens = g.n_tokens;
-  st.reasoning_tokens = reply.reasoning_tokens;
+  st.reasoning_tokens = controller ? controller->reasoning_tokens() : reply.reasoning_tokens;
   st.time_to_first_token_ms = g.ttft_ms;
   st.prompt_ms = g.prompt_ms;
   st.generation_ms = g.generation_ms;

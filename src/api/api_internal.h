@@ -12,6 +12,7 @@
 
 #include "api/model_backend.h"
 #include "generate/generator.h"
+#include "generate/reasoning.h"
 #include "generate/reply_splitter.h"
 #include "generate/text_model.h"
 #include "generate/text_stream.h"

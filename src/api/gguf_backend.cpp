@@ -2,15 +2,17 @@
 
 #include <algorithm>
 
+#include "batch/sequence_batcher.h"
 #include "generate/sampling_defaults.h"
 #include "util/error.h"
 
 namespace boltrt {
 
 GgufBackend::GgufBackend(std::shared_ptr<const gguf::File> file, SequenceFactory new_sequence,
-                         int64_t n_ctx, bool concurrent_decode)
+                         int64_t n_ctx, bool concurrent_decode, SequencesFactory new_sequences)
     : file_(std::move(file)),
       new_sequence_(std::move(new_sequence)),
+      new_sequences_(std::move(new_sequences)),
       n_ctx_(n_ctx),
       concurrent_(concurrent_decode),
       tokenizer_(text::Tokenizer::from_gguf(*file_)),
@@ -29,6 +31,12 @@ GgufBackend::GgufBackend(std::shared_ptr<const gguf::File> file, SequenceFactory
 std::unique_ptr<LanguageModel> GgufBackend::new_sequence() {
   if (!new_sequence_) fail("{}: opened for its vocabulary only; it cannot generate", file_->path());
   return new_sequence_();
+}
+
+std::unique_ptr<batch::MultiSequenceModel> GgufBackend::new_sequences(int n) {
+  if (!new_sequences_) return ModelBackend::new_sequences(n);
+  if (n < 1) fail("at least one sequence is needed, not {}", n);
+  return new_sequences_(n);
 }
 
 std::vector<int32_t> GgufBackend::tokenize(std::string_view text, bool add_special) const {
@@ -52,15 +60,17 @@ SamplerConfig GgufBackend::sampling_defaults(const SamplerConfig& defaults) cons
 }
 
 RenderedChat GgufBackend::render_chat_json(const nlohmann::ordered_json& messages,
-                                           const nlohmann::ordered_json& tools,
-                                           bool thinking) const {
+                                           const nlohmann::ordered_json& tools, bool thinking,
+                                           bool add_generation_prompt) const {
   if (!has_chat_template()) {
     if (!tools.is_null() && !tools.empty())
       fail("'tools' need a chat template, and {} has none", file_->path());
-    return ModelBackend::render_chat_json(messages, tools, thinking);  // running text
+    return ModelBackend::render_chat_json(messages, tools, thinking,
+                                          add_generation_prompt);  // running text
   }
   text::ChatOptions options;
   options.enable_thinking = thinking;
+  options.add_generation_prompt = add_generation_prompt;
   const text::ChatPrompt prompt =
       template_.render(text::messages_from_json(messages), tools, options);
   return {prompt.text, prompt.generation_prompt};

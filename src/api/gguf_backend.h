@@ -15,17 +15,20 @@ namespace boltrt {
 class GgufBackend : public ModelBackend {
  public:
   using SequenceFactory = std::function<std::unique_ptr<LanguageModel>()>;
+  using SequencesFactory = std::function<std::unique_ptr<batch::MultiSequenceModel>(int n)>;
 
   // `new_sequence` makes one sequence of the model (nullptr: the file's text side only; then
-  // new_sequence() throws). `n_ctx` is the context per sequence.
+  // new_sequence() throws); `new_sequences`, when given, n sequences sharing forward passes.
+  // `n_ctx` is the context per sequence.
   GgufBackend(std::shared_ptr<const gguf::File> file, SequenceFactory new_sequence, int64_t n_ctx,
-              bool concurrent_decode);
+              bool concurrent_decode, SequencesFactory new_sequences = nullptr);
 
   std::string architecture() const override { return file_->architecture(); }
   int64_t n_vocab() const override { return tokenizer_->n_vocab(); }
   int64_t n_ctx() const override { return n_ctx_; }
   std::unique_ptr<LanguageModel> new_sequence() override;
   bool concurrent_decode() const override { return concurrent_; }
+  std::unique_ptr<batch::MultiSequenceModel> new_sequences(int n) override;
 
   std::vector<int32_t> tokenize(std::string_view text, bool add_special) const override;
   const GenerationVocab& vocab() const override { return vocab_; }
@@ -34,7 +37,8 @@ class GgufBackend : public ModelBackend {
   std::optional<ReasoningMarkers> reasoning_markers() const override { return markers_; }
   SamplerConfig sampling_defaults(const SamplerConfig& defaults) const override;
   RenderedChat render_chat_json(const nlohmann::ordered_json& messages,
-                                const nlohmann::ordered_json& tools, bool thinking) const override;
+                                const nlohmann::ordered_json& tools, bool thinking,
+                                bool add_generation_prompt = true) const override;
   ParsedReply parse_reply(std::span<const int32_t> prompt, const RenderedChat& chat,
                           const nlohmann::ordered_json& tools,
                           const GenerationResult& result) const override;
@@ -46,6 +50,7 @@ class GgufBackend : public ModelBackend {
  private:
   std::shared_ptr<const gguf::File> file_;
   SequenceFactory new_sequence_;
+  SequencesFactory new_sequences_;
   int64_t n_ctx_;
   bool concurrent_;
   std::unique_ptr<text::Tokenizer> tokenizer_;

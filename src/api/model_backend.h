@@ -17,6 +17,9 @@
 #include "runtime/language_model.h"
 
 namespace boltrt {
+namespace batch {
+class MultiSequenceModel;
+}
 
 // A chat rendered for generation: the prompt text and the part of it that opens the
 // assistant's turn (the reply parser reads the output as its continuation).
@@ -49,6 +52,9 @@ class ModelBackend {
   // Whether sequences may decode() on different threads at the same time. When false, callers
   // serialise their decode calls (the forward pass uses the model's one thread pool).
   virtual bool concurrent_decode() const = 0;
+  // n sequences for `boltrt batch`. The default interleaves n new_sequence()s (each step reads
+  // the weights once per sequence); a model with a multi-sequence forward pass overrides it.
+  virtual std::unique_ptr<batch::MultiSequenceModel> new_sequences(int n);
 
   // The text side; all const members are thread-safe.
   virtual std::vector<int32_t> tokenize(std::string_view text, bool add_special) const = 0;
@@ -61,8 +67,10 @@ class ModelBackend {
   // A conversation in OpenAI chat JSON ([{"role", "content", "tool_calls", "tool_call_id"}])
   // with OpenAI tool declarations (null or an array). The default handles system/user/assistant
   // text turns through render_chat() and rejects tools; a format with tool support overrides it.
+  // Without `add_generation_prompt` the text ends after the last turn (only formats that can).
   virtual RenderedChat render_chat_json(const nlohmann::ordered_json& messages,
-                                        const nlohmann::ordered_json& tools, bool thinking) const;
+                                        const nlohmann::ordered_json& tools, bool thinking,
+                                        bool add_generation_prompt = true) const;
   // Splits a finished generation into reasoning / content / tool calls. The default uses the
   // reasoning markers (ReplySplitter) and finds no tool calls.
   virtual ParsedReply parse_reply(std::span<const int32_t> prompt, const RenderedChat& chat,

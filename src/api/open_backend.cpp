@@ -1,15 +1,23 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "api/gguf_backend.h"
 #include "api/model_backend.h"
+#include "batch/gemma4_sequences.h"
+#include "batch/sequence_batcher.h"
 #include "generate/reply_splitter.h"
+#include "model/gemma4.h"
+#include "runtime/session.h"
+#include "runtime/thread_pool.h"
 #include "util/error.h"
 
 namespace boltrt {
 
 RenderedChat ModelBackend::render_chat_json(const nlohmann::ordered_json& messages,
-                                            const nlohmann::ordered_json& tools,
-                                            bool thinking) const {
+                                            const nlohmann::ordered_json& tools, bool thinking,
+                                            bool add_generation_prompt) const {
+  if (!add_generation_prompt && has_chat_template())
+    fail("this model's chat format always ends with the assistant's turn");
   if (!tools.is_null() && !tools.empty())
     fail("'tools' are not supported by this model's chat format");
   std::vector<ChatMessage> turns;
@@ -65,9 +73,50 @@ PreparedPrompt prepare_prompt(const ModelBackend& backend, const std::string& pr
   return prepared;
 }
 
-std::shared_ptr<ModelBackend> open_model_backend(const std::string& path, const BackendOptions&) {
+std::unique_ptr<batch::MultiSequenceModel> ModelBackend::new_sequences(int n) {
+  if (n < 1) fail("at least one sequence is needed, not {}", n);
+  std::vector<std::unique_ptr<LanguageModel>> sequences;
+  for (int i = 0; i < n; ++i) sequences.push_back(new_sequence());
+  return std::make_unique<batch::InterleavedSessions>(std::move(sequences));
+}
+
+std::shared_ptr<ModelBackend> open_model_backend(const std::string& path,
+                                                 const BackendOptions& options) {
   if (!std::filesystem::exists(path)) fail("{}: no such file", path);
-  fail("{}: this build cannot run gemma4 models yet (the model code is not merged)", path);
+  if (options.device != "auto" && options.device != "cpu") {
+    if (options.device == "cuda")
+      fail("{}: whole models do not run on CUDA in this build yet", path);
+    fail("unknown device '{}' (auto, cpu or cuda)", options.device);
+  }
+  const auto kv_type = kv_type_from_name(options.kv_type);
+  if (!kv_type) fail("unknown KV cache type '{}' (f16, f32 or q8_0)", options.kv_type);
+  if (options.context < 1) fail("the context must be positive, not {}", options.context);
+  if (options.threads < 0) fail("the thread count must not be negative, not {}", options.threads);
+  if (!options.draft.empty())
+    fail("{}: DFlash drafts are not supported by this build yet", options.draft);
+
+  std::shared_ptr<const Gemma4Model> model = Gemma4Model::load(path);
+  auto pool =
+      std::make_shared<ThreadPool>(options.threads > 0 ? options.threads : physical_core_count());
+  SessionOptions session_options;
+  session_options.n_ctx = options.context;
+  if (model->config().n_ctx_train > 0)
+    session_options.n_ctx = std::min(session_options.n_ctx, model->config().n_ctx_train);
+  session_options.kv_type = *kv_type;
+  auto new_session = [model, pool, session_options] {
+    return std::make_unique<Gemma4Session>(*model, session_options, pool.get());
+  };
+  GgufBackend::SequencesFactory new_sequences =
+      [new_session](int n) -> std::unique_ptr<batch::MultiSequenceModel> {
+    std::vector<std::unique_ptr<Gemma4Session>> sessions;
+    for (int i = 0; i < n; ++i) sessions.push_back(new_session());
+    return std::make_unique<batch::Gemma4Sequences>(std::move(sessions));
+  };
+  // The file stays open as long as the model: the tokenizer reads it through the same handle.
+  std::shared_ptr<const gguf::File> file(model, &model->file());
+  return std::make_shared<GgufBackend>(
+      file, [new_session]() -> std::unique_ptr<LanguageModel> { return new_session(); },
+      session_options.n_ctx, /*concurrent_decode=*/false, std::move(new_sequences));
 }
 
 }  // namespace boltrt

@@ -12,25 +12,24 @@ namespace {
 class BackendEngine : public BatchEngine {
  public:
   BackendEngine(std::shared_ptr<ModelBackend> backend, int parallel)
-      : backend_(std::move(backend)), model_(make_sequences(*backend_, parallel)) {}
+      : backend_(std::move(backend)), model_(backend_->new_sequences(parallel)) {}
 
-  MultiSequenceModel& model() override { return model_; }
+  MultiSequenceModel& model() override { return *model_; }
   const GenerationVocab& vocab() const override { return backend_->vocab(); }
 
-  PreparedPrompt prepare(const BatchRequest& request) const override {
-    return prepare_prompt(
-        *backend_, request.prompt.value_or(""), request.messages.value_or(nlohmann::ordered_json()),
-        request.tools.value_or(nlohmann::ordered_json()), request.reasoning == ReasoningMode::kOn);
+  PreparedPrompt prepare(const BatchRequest& request, bool thinking) const override {
+    return prepare_prompt(*backend_, request.prompt.value_or(""),
+                          request.messages.value_or(nlohmann::ordered_json()),
+                          request.tools.value_or(nlohmann::ordered_json()), thinking);
   }
 
-  // The reasoning controller of issue 9 plugs in here once it exists; until then a request's
-  // reasoning_budget is accepted and only thinking on/off takes effect.
-  std::unique_ptr<TokenController> controller(const BatchRequest&) const override {
-    return nullptr;
+  std::unique_ptr<ReasoningController> controller(const ReasoningConfig& config) const override {
+    return make_reasoning_controller(*backend_, config);
   }
 
   int64_t split_output(const BatchRequest& request, const PreparedPrompt& prompt,
-                       const GenerationResult& result, nlohmann::ordered_json& out) const override {
+                       const GenerationResult& result, const ReasoningController* controller,
+                       nlohmann::ordered_json& out) const override {
     const auto tools = request.tools.value_or(nlohmann::ordered_json());
     const ParsedReply reply = backend_->parse_reply(prompt.tokens, prompt.chat, tools, result);
     out["reasoning"] = reply.reasoning;
@@ -44,25 +43,19 @@ class BackendEngine : public BatchEngine {
              {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
       }
     }
-    return reply.reasoning_tokens;
+    return controller ? controller->reasoning_tokens() : reply.reasoning_tokens;
   }
 
   std::string describe() const override {
+    if (model_->shares_weight_reads())
+      return fmt::format("{} sequences batched into one forward pass per step", model_->n_slots());
     return fmt::format("{} sequences as interleaved sessions (weights read once per sequence)",
-                       model_.n_slots());
+                       model_->n_slots());
   }
 
  private:
-  static std::vector<std::unique_ptr<LanguageModel>> make_sequences(ModelBackend& backend,
-                                                                    int parallel) {
-    if (parallel < 1) fail("--parallel must be at least 1");
-    std::vector<std::unique_ptr<LanguageModel>> sequences;
-    for (int i = 0; i < parallel; ++i) sequences.push_back(backend.new_sequence());
-    return sequences;
-  }
-
   std::shared_ptr<ModelBackend> backend_;
-  InterleavedSessions model_;
+  std::unique_ptr<MultiSequenceModel> model_;
 };
 
 }  // namespace

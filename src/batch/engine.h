@@ -11,6 +11,7 @@
 #include "batch/request.h"
 #include "batch/sequence_batcher.h"
 #include "generate/generator.h"
+#include "generate/reasoning.h"
 
 namespace boltrt::batch {
 
@@ -19,14 +20,18 @@ class BatchEngine {
   virtual ~BatchEngine() = default;
   virtual MultiSequenceModel& model() = 0;
   virtual const GenerationVocab& vocab() const = 0;
-  // The prompt of a request. Throws boltrt::Error for a request this model cannot run.
-  virtual PreparedPrompt prepare(const BatchRequest& request) const = 0;
-  // A per-request controller (reasoning on/off/budget), or nullptr.
-  virtual std::unique_ptr<TokenController> controller(const BatchRequest& request) const = 0;
+  // The prompt of a request, its chat rendered with thinking on or off. Throws boltrt::Error
+  // for a request this model cannot run.
+  virtual PreparedPrompt prepare(const BatchRequest& request, bool thinking) const = 0;
+  // The reasoning controller (budget, closing) for one request, or nullptr when the model's
+  // format has no thought markers.
+  virtual std::unique_ptr<ReasoningController> controller(const ReasoningConfig& config) const = 0;
   // Adds "reasoning", "content" and "tool_calls" (when the model has a tool-call format) to
-  // `out` from the generated text. Returns the number of reasoning tokens.
+  // `out` from the generated text. Returns the number of reasoning tokens (the controller's
+  // count, forced closing message included, when there is one).
   virtual int64_t split_output(const BatchRequest& request, const PreparedPrompt& prompt,
                                const GenerationResult& result,
+                               const ReasoningController* controller,
                                nlohmann::ordered_json& out) const = 0;
   // One line saying how --parallel sequences share the model (for the run summary).
   virtual std::string describe() const = 0;

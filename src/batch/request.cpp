@@ -60,18 +60,6 @@ void check_messages(const json& messages) {
 
 }  // namespace
 
-std::string_view to_string(ReasoningMode mode) {
-  switch (mode) {
-    case ReasoningMode::kAuto:
-      return "auto";
-    case ReasoningMode::kOn:
-      return "on";
-    case ReasoningMode::kOff:
-      return "off";
-  }
-  return "auto";
-}
-
 bool is_valid_utf8(std::string_view text, size_t* bad_offset) {
   const auto* s = reinterpret_cast<const unsigned char*>(text.data());
   const size_t n = text.size();

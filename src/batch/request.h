@@ -16,10 +16,9 @@
 #include <string_view>
 #include <vector>
 
-namespace boltrt::batch {
+#include "generate/reasoning.h"
 
-enum class ReasoningMode { kAuto, kOn, kOff };
-std::string_view to_string(ReasoningMode mode);
+namespace boltrt::batch {
 
 struct BatchRequest {
   int64_t line = 0;           // 1-based line number in the input file

@@ -173,9 +173,7 @@ BatchSummary run_batch(BatchEngine& engine, const BatchOptions& options) {
   std::condition_variable finished;
 
   auto run_one = [&](Generator& generator, const BatchRequest& original) {
-    BatchRequest request = original;
-    if (request.reasoning == ReasoningMode::kAuto) request.reasoning = options.reasoning;
-    if (!request.reasoning_budget) request.reasoning_budget = options.reasoning_budget;
+    const BatchRequest& request = original;
     SamplerConfig sampling = options.sampling;
     if (request.temperature) sampling.temperature = *request.temperature;
     if (request.top_p) sampling.top_p = *request.top_p;
@@ -192,10 +190,15 @@ BatchSummary run_batch(BatchEngine& engine, const BatchOptions& options) {
     generator.sampler() = Sampler(sampling);
 
     const auto t0 = Clock::now();
-    const PreparedPrompt prompt = engine.prepare(request);
-    std::unique_ptr<TokenController> controller = engine.controller(request);
     GenerationOptions gen;
     gen.max_tokens = request.max_tokens.value_or(options.max_tokens);
+    ReasoningConfig reasoning = options.reasoning;
+    if (request.reasoning != ReasoningMode::kAuto) reasoning.mode = request.reasoning;
+    if (request.reasoning_budget) reasoning.budget = *request.reasoning_budget;
+    reasoning.max_tokens = gen.max_tokens;
+    reasoning.validate();
+    const PreparedPrompt prompt = engine.prepare(request, reasoning.enable_thinking());
+    std::unique_ptr<ReasoningController> controller = engine.controller(reasoning);
     gen.stop_strings = request.stop;
     gen.cancel = &stop;
     gen.controller = controller.get();
@@ -214,7 +217,8 @@ BatchSummary run_batch(BatchEngine& engine, const BatchOptions& options) {
     nlohmann::ordered_json out;
     out["id"] = request.id;
     out["text"] = result.text;
-    const int64_t reasoning_tokens = engine.split_output(request, prompt, result, out);
+    const int64_t reasoning_tokens =
+        engine.split_output(request, prompt, result, controller.get(), out);
     out["finish_reason"] = std::string(to_string(result.finish_reason));
     out["tokens"]["prompt"] = result.stats.n_prompt_tokens;
     out["tokens"]["completion"] = result.stats.n_tokens;

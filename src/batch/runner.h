@@ -31,8 +31,9 @@ struct BatchOptions {
   int shard_index = 0, shard_count = 1;  // run only lines with (line - 1) % count == index
   SamplerConfig sampling;                // defaults for fields a request leaves out
   int64_t max_tokens = -1;
-  ReasoningMode reasoning = ReasoningMode::kAuto;
-  int64_t reasoning_budget = -1;
+  // Defaults for requests: mode and budget (a request's "reasoning" / "reasoning_budget" win),
+  // closing message and answer reserve. max_tokens is set per request.
+  ReasoningConfig reasoning;
   bool progress = false;                      // draw a progress bar on stderr
   const std::atomic<bool>* cancel = nullptr;  // set to stop (e.g. Ctrl-C): in-flight jobs dropped
   int64_t fail_after_bytes = -1;              // test hook: simulate a full disk

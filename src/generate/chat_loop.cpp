@@ -130,11 +130,14 @@ void ChatLoop::answer(const std::string& user_text) {
     if (on != dimmed) out_ << (on ? "\033[2m" : "\033[0m");
     dimmed = on;
   };
+  bool after_reasoning = false;  // reasoning was shown and no content yet: start a new line
   auto show = [&](const std::vector<ReplySplitter::Piece>& pieces) {
     for (const auto& piece : pieces) {
       const bool reasoning = piece.channel == ReplySplitter::Channel::kReasoning;
       if (reasoning && options_.reasoning == ReasoningDisplay::kHide) continue;
       set_dim(reasoning && options_.reasoning == ReasoningDisplay::kDim);
+      if (!reasoning && after_reasoning) out_ << "\n";
+      after_reasoning = reasoning;
       out_ << piece.text;
     }
     if (!pieces.empty()) out_.flush();
@@ -145,6 +148,9 @@ void ChatLoop::answer(const std::string& user_text) {
   generation.stop_strings = options_.stop_strings;
   generation.ignore_end_of_generation = options_.ignore_end_of_generation;
   generation.cancel = &cancel_;
+  std::unique_ptr<TokenController> controller;
+  if (options_.make_controller) controller = options_.make_controller();
+  generation.controller = controller.get();
   generation.on_token = [&](const TokenEvent& event) {
     show(splitter.push(event.token, event.piece));
     return true;

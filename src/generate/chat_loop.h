@@ -8,6 +8,7 @@
 #pragma once
 #include <atomic>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -27,6 +28,8 @@ struct ChatOptions {
   int64_t max_tokens = -1;  // per answer
   std::vector<std::string> stop_strings;
   bool ignore_end_of_generation = false;
+  // Makes the controller for one answer (e.g. the reasoning budget of issue 9), or null.
+  std::function<std::unique_ptr<TokenController>()> make_controller;
 };
 
 class ChatLoop {

@@ -1,20 +1,31 @@
 #include "support/paths.h"
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <string>
 
 namespace boltrt::test {
 
-std::string source_dir() { return BOLTRT_SOURCE_DIR; }
-std::string binary_dir() { return BOLTRT_BINARY_DIR; }
-std::string cli_path() { return BOLTRT_CLI_PATH; }
+std::string source_dir() {
+  return BOLTRT_SOURCE_DIR;
+}
+std::string binary_dir() {
+  return BOLTRT_BINARY_DIR;
+}
+std::string cli_path() {
+  return BOLTRT_CLI_PATH;
+}
 
 std::string scratch_dir(const std::string& name) {
   namespace fs = std::filesystem;
-  fs::path dir = fs::path(BOLTRT_BINARY_DIR) / "test-scratch" / name;
+  // ctest runs every test in its own process, many at once (-j): one directory per process, so
+  // two tests of one suite never clear each other's files.
+  fs::path dir =
+      fs::path(BOLTRT_BINARY_DIR) / "test-scratch" / (name + "." + std::to_string(getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir.string();

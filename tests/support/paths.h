@@ -7,7 +7,7 @@ namespace boltrt::test {
 std::string source_dir();  // repository root
 std::string binary_dir();  // CMake build directory
 std::string cli_path();    // the built `boltrt` executable
-// A fresh, empty directory under the build tree for this test (removed and recreated).
+// A fresh, empty directory under the build tree, private to this test process.
 std::string scratch_dir(const std::string& name);
 // llama-ref's bin directory ($LLAMA_REF_BIN, else $HOME/.cache/llama-ref/build/bin) or "" when
 // absent. Tests that need it skip with a message naming the build command.

@@ -15,6 +15,7 @@
 #include "batch/backend_engine.h"
 #include "batch/runner.h"
 #include "command.h"
+#include "reasoning_options.h"
 #include "util/error.h"
 
 namespace boltrt::cli {
@@ -33,7 +34,7 @@ struct BatchArgs {
   int threads = 0;
   int64_t context = 4096;
   std::string kv_type = "f16";
-  std::string reasoning = "auto";
+  ReasoningOptions reasoning;
   std::string progress = "auto";
   bool fake_model = false;
   int fake_delay_us = 0;
@@ -59,10 +60,7 @@ void resolve_shard(BatchArgs& args) {
 
 void run(BatchArgs& args) {
   resolve_shard(args);
-  if (args.reasoning == "on")
-    args.options.reasoning = batch::ReasoningMode::kOn;
-  else if (args.reasoning == "off")
-    args.options.reasoning = batch::ReasoningMode::kOff;
+  args.options.reasoning = args.reasoning.config(-1);
   args.options.progress = args.progress == "on" || (args.progress == "auto" && ::isatty(2));
   args.options.cancel = &g_interrupted;
 
@@ -124,10 +122,7 @@ void setup(CLI::App& sub) {
   sub.add_option("--top-k", o.sampling.top_k, "default top_k");
   sub.add_option("--min-p", o.sampling.min_p, "default min_p");
   sub.add_option("--seed", o.sampling.seed, "default seed (requests may set their own)");
-  sub.add_option("--reasoning", args->reasoning, "default thinking: on, off or auto")
-      ->check(CLI::IsMember({"on", "off", "auto"}));
-  sub.add_option("--reasoning-budget", o.reasoning_budget,
-                 "default thinking-token budget (-1: unlimited)");
+  add_reasoning_options(sub, args->reasoning, /*with_display=*/false);
   sub.add_option("--progress", args->progress, "progress bar on stderr: on, off, auto (a terminal)")
       ->check(CLI::IsMember({"on", "off", "auto"}));
   // Hidden test hooks: a scripted model, a delay per decode, a simulated full disk.

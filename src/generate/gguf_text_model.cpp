@@ -1,0 +1,137 @@
+#include "generate/gguf_text_model.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <limits>
+
+#include "generate/sampling_defaults.h"
+#include "gguf/gguf.h"
+#include "model/gemma4.h"
+#include "runtime/session.h"
+#include "runtime/thread_pool.h"
+#include "text/chat_template.h"
+#include "text/tokenizer.h"
+#include "util/error.h"
+
+namespace boltrt {
+namespace {
+
+// A Gemma4Session that can always be emptied: a sliding-window ring that has wrapped refuses
+// to roll back to 0 (it no longer holds position 0), so a reset starts a fresh session.
+class ResettableSession : public LanguageModel {
+ public:
+  ResettableSession(const Gemma4Model& weights, const SessionOptions& options, ThreadPool* pool)
+      : weights_(weights), options_(options), pool_(pool) {
+    session_ = std::make_unique<Gemma4Session>(weights_, options_, pool_);
+  }
+  int64_t n_vocab() const override { return session_->n_vocab(); }
+  int64_t n_ctx() const override { return session_->n_ctx(); }
+  int64_t n_past() const override { return session_->n_past(); }
+  std::span<const float> decode(std::span<const int32_t> tokens, bool all_logits) override {
+    return session_->decode(tokens, all_logits);
+  }
+  void rollback(int64_t n_past) override {
+    if (n_past == 0 && session_->n_past() > 0) {
+      session_.reset();
+      session_ = std::make_unique<Gemma4Session>(weights_, options_, pool_);
+      return;
+    }
+    session_->rollback(n_past);
+  }
+
+ private:
+  const Gemma4Model& weights_;
+  SessionOptions options_;
+  ThreadPool* pool_;
+  std::unique_ptr<Gemma4Session> session_;
+};
+
+class GgufTextModel : public TextModel {
+ public:
+  GgufTextModel(std::unique_ptr<Gemma4Model> weights, std::unique_ptr<ThreadPool> pool,
+                const SessionOptions& session)
+      : weights_(std::move(weights)),
+        pool_(std::move(pool)),
+        tokenizer_(text::Tokenizer::from_gguf(weights_->file())),
+        model_(std::make_unique<ResettableSession>(*weights_, session, pool_.get())) {
+    template_ = text::ChatTemplate::for_tokenizer(*tokenizer_, &template_warning_);
+    if (model_->n_vocab() != tokenizer_->n_vocab()) {
+      fail("{}: the model has {} logits but the vocabulary {} tokens", weights_->file().path(),
+           model_->n_vocab(), tokenizer_->n_vocab());
+    }
+  }
+
+  LanguageModel& model() override { return *model_; }
+
+  std::vector<int32_t> tokenize(std::string_view text, bool add_special) const override {
+    return tokenizer_->encode(text, add_special, /*parse_special=*/true);
+  }
+
+  GenerationVocab vocab() const override {
+    GenerationVocab v;
+    const text::Tokenizer* tokenizer = tokenizer_.get();
+    v.piece = [tokenizer](int32_t id) { return tokenizer->piece(id, /*special=*/false); };
+    v.end_of_generation = tokenizer_->eog_tokens();
+    v.suppressed = tokenizer_->suppress_tokens();
+    return v;
+  }
+
+  bool has_chat_template() const override { return template_.format() != text::ChatFormat::kNone; }
+
+  std::string render_chat(std::span<const ChatMessage> messages, bool thinking) const override {
+    if (!template_warning_.empty()) {  // once, and only when the template is used
+      fmt::print(stderr, "boltrt: warning: {}\n", template_warning_);
+      template_warning_.clear();
+    }
+    std::vector<text::ChatMessage> converted;
+    for (const auto& m : messages) {
+      text::ChatMessage c;
+      c.role = m.role;
+      c.content = m.content;
+      converted.push_back(std::move(c));
+    }
+    text::ChatOptions options;
+    options.enable_thinking = thinking;
+    return template_.render(converted, text::Json(), options).text;
+  }
+
+  std::optional<ReasoningMarkers> reasoning_markers() const override {
+    if (template_.format() != text::ChatFormat::kGemma4) return std::nullopt;
+    const int32_t open = tokenizer_->find("<|channel>");
+    const int32_t close = tokenizer_->find("<channel|>");
+    if (open == text::kNoToken || close == text::kNoToken) return std::nullopt;
+    return ReasoningMarkers{open, close, "thought\n"};
+  }
+
+  SamplerConfig sampling_defaults(const SamplerConfig& defaults) const override {
+    return sampling_defaults_from_gguf(weights_->file(), defaults);
+  }
+
+ private:
+  std::unique_ptr<Gemma4Model> weights_;
+  std::unique_ptr<ThreadPool> pool_;
+  std::unique_ptr<text::Tokenizer> tokenizer_;
+  std::unique_ptr<LanguageModel> model_;
+  text::ChatTemplate template_;
+  mutable std::string template_warning_;
+};
+
+}  // namespace
+
+std::unique_ptr<TextModel> load_text_model(const TextModelOptions& options) {
+  const auto kv_type = kv_type_from_name(options.kv_type);
+  if (!kv_type) fail("--kv-type: '{}' is not one of f16, f32, q8_0", options.kv_type);
+  if (options.on_progress) options.on_progress(0.0f);
+  auto weights = Gemma4Model::load(options.path);
+  if (options.on_progress) options.on_progress(1.0f);
+  SessionOptions session;
+  // 0 asks for the model's own context; the session clamps larger values to it.
+  session.n_ctx = options.n_ctx > 0 ? options.n_ctx : std::numeric_limits<int32_t>::max();
+  session.kv_type = *kv_type;
+  auto pool = std::make_unique<ThreadPool>(std::max(1, options.threads));
+  return std::make_unique<GgufTextModel>(std::move(weights), std::move(pool), session);
+}
+
+}  // namespace boltrt

@@ -1,0 +1,247 @@
+// `boltrt generate` end to end on a synthesized tiny Gemma 4 (random weights, the real Gemma 4
+// vocabulary when tools/fetch-test-data.sh has fetched it): greedy output equal to
+// llama-completion's, JSON fields, stop strings, errors.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "support/paths.h"
+
+namespace boltrt {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+struct Outcome {
+  int status;
+  std::string out;  // stdout only
+  std::string err;  // stderr only
+};
+
+// Runs a shell command with stdout and stderr captured separately.
+// llama-completion's stdout: the generated text, then " [end of text]\n" when it stopped at an
+// end-of-generation token, then "\n\n".
+std::string completion_text(std::string out) {
+  for (const std::string suffix : {"\n\n", " [end of text]\n"}) {
+    if (out.size() >= suffix.size() &&
+        out.compare(out.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      out.resize(out.size() - suffix.size());
+    }
+  }
+  return out;
+}
+
+Outcome run(const std::string& command) {
+  static int counter = 0;
+  const std::string dir = test::binary_dir() + "/test-scratch";
+  fs::create_directories(dir);
+  const std::string err_path = dir + "/cli_generate_stderr_" + std::to_string(counter++);
+  Outcome r;
+  // The inner redirection wins over the 2>&1 that run_command appends to the outer group.
+  r.status = test::run_command("( (" + command + ") 2>" + quote(err_path) + " )", &r.out);
+  r.err = read_file(err_path);
+  fs::remove(err_path);
+  return r;
+}
+
+std::string boltrt() {
+  return quote(test::cli_path());
+}
+
+class CliGenerate : public ::testing::Test {
+ protected:
+  // The tiny preset in q8_0 with the real Gemma 4 vocabulary when tools/fetch-test-data.sh has
+  // fetched it (190 MB; readable text and the real chat template), else the synth's own.
+  static void SetUpTestSuite() {
+    const std::string dir = test::scratch_dir("cli_generate");
+    model_ = dir + "/tiny-q8_0.gguf";
+    const std::string vocab = test::source_dir() + "/tests/data/vocab/ggml-vocab-gemma-4.gguf";
+    std::string command = boltrt() + " synth --preset tiny --type q8_0 -o " + quote(model_);
+    if (fs::exists(vocab)) command += " --vocab-from " + quote(vocab);
+    const Outcome r = run(command);
+    synth_error_ = r.status == 0 ? "" : command + " failed: " + r.out + r.err;
+  }
+  void SetUp() override { ASSERT_EQ(synth_error_, "") << "cannot synthesize the test model"; }
+
+  static std::string generate(const std::string& args) {
+    return boltrt() + " generate -m " + quote(model_) + " -t 2 " + args;
+  }
+
+  static std::string model_, synth_error_;
+};
+std::string CliGenerate::model_, CliGenerate::synth_error_;
+
+const char* kPrompt = "The quick brown fox";
+
+// Both sides keep the KV cache in f32 (llama-completion: no flash attention): with llama.cpp's
+// default f16 cache and flash attention its logits move by ~1e-3, enough to change what a
+// random model's flat distributions sample.
+std::string llama_completion(const std::string& model, const std::string& args) {
+  return quote(test::llama_ref_bin() + "/llama-completion") + " -m " + quote(model) + args +
+         " -t 2 -ctk f32 -ctv f32 -fa off -no-cnv --no-display-prompt --no-warmup --simple-io "
+         "</dev/null";
+}
+
+TEST_F(CliGenerate, GreedyMatchesLlamaCompletion) {
+  if (test::llama_ref_bin().empty()) {
+    GTEST_SKIP() << "llama-ref not built (~/.cache/llama-ref/build/bin); run tools/setup.sh";
+  }
+  const std::string args = " -p " + quote(kPrompt) + " -n 16 --temp 0 -c 256";
+  const Outcome ours = run(generate(args + " --kv-type f32"));
+  ASSERT_EQ(ours.status, 0) << ours.err;
+  const Outcome theirs = run(llama_completion(model_, args + " -s 1"));
+  ASSERT_EQ(theirs.status, 0) << theirs.err;
+  EXPECT_FALSE(ours.out.empty());
+  EXPECT_EQ(ours.out, completion_text(theirs.out));
+}
+
+TEST_F(CliGenerate, SeededSamplingMatchesLlamaCompletion) {
+  if (test::llama_ref_bin().empty()) {
+    GTEST_SKIP() << "llama-ref not built (~/.cache/llama-ref/build/bin); run tools/setup.sh";
+  }
+  // Same logits, same chain, same seed: the same tokens.
+  const std::string args = " -p " + quote(kPrompt) +
+                           " -n 12 --temp 0.9 --top-k 40 --top-p 0.95 --min-p 0.01 -s 1234 -c 256";
+  const Outcome ours = run(generate(args + " --kv-type f32 --json"));
+  ASSERT_EQ(ours.status, 0) << ours.err;
+  const auto doc = nlohmann::json::parse(ours.out);
+  std::set<int> distinct;  // a model stuck on one token would make this test meaningless
+  for (const auto& t : doc["tokens"]) distinct.insert(t.get<int>());
+  EXPECT_GE(distinct.size(), 4u) << ours.out;
+  const Outcome theirs = run(llama_completion(model_, args));
+  ASSERT_EQ(theirs.status, 0) << theirs.err;
+  EXPECT_EQ(doc["text"].get<std::string>(), completion_text(theirs.out));
+  // Another seed, another text (the distribution is flat enough for 12 tokens to differ).
+  const Outcome other = run(generate(" -p " + quote(kPrompt) +
+                                     " -n 12 --temp 0.9 --top-k 40 --top-p 0.95 --min-p 0.01 -s 99 "
+                                     "-c 256 --kv-type f32"));
+  EXPECT_NE(other.out, doc["text"].get<std::string>());
+}
+
+TEST_F(CliGenerate, JsonFieldsAreConsistent) {
+  const Outcome r = run(generate("-p " + quote(kPrompt) + " -n 12 --temp 0 --json"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  for (const char* key : {"text", "n_tokens", "n_prompt_tokens", "ttft_ms", "tokens_per_second",
+                          "finish_reason", "tokens", "seed"}) {
+    EXPECT_TRUE(doc.contains(key)) << key;
+  }
+  EXPECT_EQ(doc["tokens"].size(), doc["n_tokens"].get<size_t>());
+  EXPECT_LE(doc["n_tokens"].get<int>(), 12);
+  EXPECT_GT(doc["n_prompt_tokens"].get<int>(), 0);
+  EXPECT_GE(doc["ttft_ms"].get<double>(), 0.0);
+  const std::string reason = doc["finish_reason"];
+  EXPECT_TRUE(reason == "length" || reason == "eog") << reason;
+  if (reason == "length") {
+    EXPECT_EQ(doc["n_tokens"].get<int>(), 12);
+  }
+  // Streaming prints exactly the JSON text.
+  const Outcome plain = run(generate("-p " + quote(kPrompt) + " -n 12 --temp 0"));
+  EXPECT_EQ(plain.out, doc["text"].get<std::string>());
+}
+
+TEST_F(CliGenerate, ChatJsonSplitsReasoningAndContent) {
+  const Outcome r = run(generate("-p hello --chat --system 'be brief' -n 8 --temp 0 --json"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(doc.contains("reasoning") && doc.contains("content") &&
+              doc.contains("reasoning_tokens"));
+  // With thinking off the answer starts after the pre-filled empty thought channel.
+  EXPECT_EQ(doc["reasoning_tokens"].get<int>(), 0);
+}
+
+TEST_F(CliGenerate, StopStringEndsTheOutput) {
+  const Outcome full = run(generate("-p " + quote(kPrompt) + " -n 16 --temp 0 --json"));
+  ASSERT_EQ(full.status, 0) << full.err;
+  const std::string text = nlohmann::json::parse(full.out)["text"];
+  if (text.size() < 4) GTEST_SKIP() << "the synthetic model wrote too little text: " << text;
+  // Stop at a piece of the greedy output: the output ends right before it.
+  const std::string stop = text.substr(text.size() / 2, 2);
+  const Outcome r =
+      run(generate("-p " + quote(kPrompt) + " -n 16 --temp 0 --json --stop " + quote(stop)));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["finish_reason"], "stop");
+  EXPECT_EQ(doc["text"].get<std::string>(), text.substr(0, text.find(stop)));
+}
+
+TEST_F(CliGenerate, Errors) {
+  // Missing file, prompt longer than the context, bad flag, bad value: one line, non-zero.
+  const Outcome missing = run(boltrt() + " generate -m /nonexistent/model.gguf -p hi");
+  EXPECT_NE(missing.status, 0);
+  EXPECT_NE(missing.err.find("/nonexistent/model.gguf"), std::string::npos) << missing.err;
+  EXPECT_EQ(std::count(missing.err.begin(), missing.err.end(), '\n'), 1) << missing.err;
+
+  std::string long_prompt;
+  for (int i = 0; i < 200; ++i) long_prompt += "word ";
+  const Outcome too_long = run(generate("-p " + quote(long_prompt) + " -c 64"));
+  EXPECT_EQ(too_long.status, 1);
+  EXPECT_NE(too_long.err.find("context holds 64"), std::string::npos) << too_long.err;
+  EXPECT_EQ(std::count(too_long.err.begin(), too_long.err.end(), '\n'), 1) << too_long.err;
+  EXPECT_EQ(too_long.out, "");
+
+  const Outcome truncated =
+      run(generate("-p " + quote(long_prompt) + " -c 64 -n 4 --truncate --json"));
+  EXPECT_EQ(truncated.status, 0) << truncated.err;
+
+  const Outcome bad_flag = run(generate("-p hi --no-such-flag"));
+  EXPECT_NE(bad_flag.status, 0);
+  EXPECT_NE(bad_flag.err.find("--no-such-flag"), std::string::npos) << bad_flag.err;
+
+  const Outcome bad_value = run(generate("-p hi --kv-type q3"));
+  EXPECT_NE(bad_value.status, 0);
+  const Outcome no_prompt = run(generate(""));
+  EXPECT_EQ(no_prompt.status, 1);
+  EXPECT_NE(no_prompt.err.find("needs a prompt"), std::string::npos) << no_prompt.err;
+  const Outcome system_without_chat = run(generate("-p hi --system x"));
+  EXPECT_EQ(system_without_chat.status, 1);
+  const Outcome bad_penalty = run(generate("-p hi --repeat-penalty 0"));
+  EXPECT_EQ(bad_penalty.status, 1);
+  EXPECT_NE(bad_penalty.err.find("repeat penalty"), std::string::npos) << bad_penalty.err;
+}
+
+// The shipped tiny model (trained with thought sections): a reasoning budget closes the thought
+// with the budget message and the model still answers.
+TEST(CliGenerateTinyModel, ReasoningBudgetClosesTheThought) {
+  const std::string model = test::source_dir() + "/models/tiny/tiny-q4_k.gguf";
+  if (!fs::exists(model)) GTEST_SKIP() << "models/tiny/tiny-q4_k.gguf is not in this checkout";
+  const Outcome r = run(boltrt() + " generate -m " + quote(model) +
+                        " -t 2 --chat --reasoning on --reasoning-budget 5 -n 64 --temp 0 --json "
+                        "-p " +
+                        quote("Who is Elizabeth?"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  const std::string reasoning = doc["reasoning"];
+  EXPECT_NE(reasoning.find("I have thought enough; time to answer."), std::string::npos) << r.out;
+  EXPECT_FALSE(doc["content"].get<std::string>().empty()) << r.out;
+  EXPECT_GT(doc["reasoning_tokens"].get<int>(), 5) << r.out;  // 5 thought + the forced message
+  // Reasoning off: no thought at all.
+  const Outcome off =
+      run(boltrt() + " generate -m " + quote(model) +
+          " -t 2 --chat --think off -n 32 --temp 0 --json -p " + quote("Who is Elizabeth?"));
+  ASSERT_EQ(off.status, 0) << off.err;
+  const auto off_doc = nlohmann::json::parse(off.out);
+  EXPECT_EQ(off_doc["reasoning"], "");
+  EXPECT_EQ(off_doc["reasoning_tokens"], 0);
+}
+
+}  // namespace
+}  // namespace boltrt
