@@ -480,6 +480,11 @@ TEST(DFlashGeneration, LoadsTheDraftForTheSessionAndEqualsPlain) {
   EXPECT_EQ(line.rfind("draft: 0/", 0), 0u) << line;
   EXPECT_NE(line.find("mean acceptance length 1.00 over"), std::string::npos) << line;
 
+  // The CLI's form: the target loaded again from its file, in a session of its own.
+  SessionOptions own = session_options();
+  DFlashGeneration by_path(path, target().file().path(), own, 2, test_vocab(), greedy(), {});
+  EXPECT_EQ(by_path.generate(prompt, go).generation.tokens, r.generation.tokens);
+
   ScriptedModel not_gemma(512, 64);
   try {
     DFlashGeneration bad(path, not_gemma, test_vocab(), greedy(), {});

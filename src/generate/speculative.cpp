@@ -9,6 +9,7 @@
 #include <unordered_set>
 
 #include "generate/text_stream.h"
+#include "runtime/thread_pool.h"
 #include "util/error.h"
 
 namespace boltrt {
@@ -315,9 +316,25 @@ DFlashGeneration::DFlashGeneration(const std::string& draft_path, LanguageModel&
                                    const SpeculativeOptions& options) {
   auto* session = dynamic_cast<Gemma4Session*>(&target);
   if (session == nullptr) fail("{}: DFlash drafts run with Gemma 4 targets only", draft_path);
-  draft_ = DFlashDraft::load(draft_path, session->model());
-  drafter_ = std::make_unique<DFlashDrafter>(*draft_, session->pool());
-  generator_ = std::make_unique<SpeculativeGenerator>(*session, *drafter_, std::move(vocab),
+  init(draft_path, *session, std::move(vocab), sampling, options);
+}
+
+DFlashGeneration::DFlashGeneration(const std::string& draft_path, const std::string& target_path,
+                                   const SessionOptions& session, int threads,
+                                   GenerationVocab vocab, const SamplerConfig& sampling,
+                                   const SpeculativeOptions& options) {
+  target_ = Gemma4Model::load(target_path);
+  if (threads > 1) pool_ = std::make_unique<ThreadPool>(threads);
+  session_ = std::make_unique<Gemma4Session>(*target_, session, pool_.get());
+  init(draft_path, *session_, std::move(vocab), sampling, options);
+}
+
+void DFlashGeneration::init(const std::string& draft_path, Gemma4Session& session,
+                            GenerationVocab vocab, const SamplerConfig& sampling,
+                            const SpeculativeOptions& options) {
+  draft_ = DFlashDraft::load(draft_path, session.model());
+  drafter_ = std::make_unique<DFlashDrafter>(*draft_, session.pool());
+  generator_ = std::make_unique<SpeculativeGenerator>(session, *drafter_, std::move(vocab),
                                                       sampling, options);
 }
 

@@ -123,6 +123,12 @@ class DFlashGeneration {
   // model must outlive this. Throws boltrt::Error when the draft does not fit the target.
   DFlashGeneration(const std::string& draft_path, LanguageModel& target, GenerationVocab vocab,
                    const SamplerConfig& sampling, const SpeculativeOptions& options);
+  // Loads the target from `target_path` itself (a second read-only mapping of the file) and
+  // runs it in its own session; for callers whose LanguageModel wraps the session (TextModel).
+  // threads <= 0: one thread.
+  DFlashGeneration(const std::string& draft_path, const std::string& target_path,
+                   const SessionOptions& session, int threads, GenerationVocab vocab,
+                   const SamplerConfig& sampling, const SpeculativeOptions& options);
   ~DFlashGeneration();
 
   SpeculativeResult generate(std::span<const int32_t> prompt, const GenerationOptions& options) {
@@ -132,6 +138,13 @@ class DFlashGeneration {
   const DFlashDraft& draft() const { return *draft_; }
 
  private:
+  void init(const std::string& draft_path, Gemma4Session& session, GenerationVocab vocab,
+            const SamplerConfig& sampling, const SpeculativeOptions& options);
+
+  // owned only by the second constructor
+  std::unique_ptr<Gemma4Model> target_;
+  std::unique_ptr<ThreadPool> pool_;
+  std::unique_ptr<Gemma4Session> session_;
   std::unique_ptr<DFlashDraft> draft_;
   std::unique_ptr<DFlashDrafter> drafter_;
   std::unique_ptr<SpeculativeGenerator> generator_;

@@ -1,5 +1,10 @@
 #include "draft_options.h"
 
+#include <limits>
+#include <optional>
+
+#include "command.h"
+#include "runtime/kv_cache.h"
 #include "util/error.h"
 
 namespace boltrt::cli {
@@ -18,9 +23,15 @@ SpeculativeOptions DraftOptions::speculative() const {
 }
 
 std::unique_ptr<DFlashGeneration> DraftOptions::make_generation(
-    LanguageModel& target, GenerationVocab vocab, const SamplerConfig& sampling) const {
-  return std::make_unique<DFlashGeneration>(path, target, std::move(vocab), sampling,
-                                            speculative());
+    const ModelFlags& model, GenerationVocab vocab, const SamplerConfig& sampling) const {
+  SessionOptions session;
+  session.n_ctx = model.n_ctx > 0 ? model.n_ctx : std::numeric_limits<int64_t>::max();
+  const std::optional<KvType> kv = kv_type_from_name(model.kv_type);
+  if (!kv) fail("--kv-type {}: expected f16, f32 or q8_0", model.kv_type);
+  session.kv_type = *kv;
+  return std::make_unique<DFlashGeneration>(path, model.path, session,
+                                            model.threads > 0 ? model.threads : default_threads(),
+                                            std::move(vocab), sampling, speculative());
 }
 
 void add_draft_options(CLI::App& app, DraftOptions& options) {

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "generate/speculative.h"
+#include "text_cli.h"
 
 namespace boltrt::cli {
 
@@ -25,8 +26,9 @@ struct DraftOptions {
   bool enabled() const { return !path.empty(); }
   // Throws boltrt::Error naming the flag for bad values.
   SpeculativeOptions speculative() const;
-  // The draft loaded for `target` (a Gemma 4 session) and the loop over both.
-  std::unique_ptr<DFlashGeneration> make_generation(LanguageModel& target, GenerationVocab vocab,
+  // The draft and the loop over it and the model of `model` (loaded for the loop in a session
+  // of its own, with the same context, cache type and threads).
+  std::unique_ptr<DFlashGeneration> make_generation(const ModelFlags& model, GenerationVocab vocab,
                                                     const SamplerConfig& sampling) const;
 };
 
