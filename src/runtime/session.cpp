@@ -38,12 +38,16 @@ std::span<const float> Gemma4Session::decode(std::span<const int32_t> tokens, bo
   }
   logits_.resize(static_cast<size_t>((all_logits ? n : 1) * V));
   const int64_t start = n_past();
+  const int64_t tap_row = static_cast<int64_t>(tap_layers_.size()) * model_.config().n_embd;
+  taps_.resize(static_cast<size_t>(n * tap_row));
   try {
     for (int64_t done = 0; done < n; done += n_batch_) {
       const int64_t m = std::min(n_batch_, n - done);
       const bool last_chunk = done + m == n;
       float* out = all_logits ? logits_.data() + done * V : (last_chunk ? logits_.data() : nullptr);
-      model_.forward(tokens.data() + done, m, n_past(), kv_, workspace_, pool_, out, all_logits);
+      const Gemma4Taps taps{tap_layers_, taps_.data() + done * tap_row};
+      model_.forward(tokens.data() + done, m, n_past(), kv_, workspace_, pool_, out, all_logits,
+                     tap_layers_.empty() ? nullptr : &taps);
       kv_.set_n_past(n_past() + m);
     }
   } catch (...) {
@@ -51,6 +55,16 @@ std::span<const float> Gemma4Session::decode(std::span<const int32_t> tokens, bo
     throw;
   }
   return {logits_.data(), logits_.size()};
+}
+
+void Gemma4Session::set_tap_layers(std::vector<int32_t> layers) {
+  for (int32_t k : layers) {
+    if (k < 0 || k > model_.config().n_layer) {
+      fail("tap layer {} outside [0, {}]", k, model_.config().n_layer);
+    }
+  }
+  tap_layers_ = std::move(layers);
+  taps_.clear();
 }
 
 void Gemma4Session::rollback(int64_t n_past) {

@@ -45,6 +45,17 @@ class Gemma4Session : public LanguageModel {
       std::span<Gemma4Session* const> sessions, std::span<const std::span<const int32_t>> tokens);
 
   const KvCache& kv_cache() const { return kv_; }
+  const Gemma4Model& model() const { return model_; }
+  ThreadPool* pool() const { return pool_; }
+
+  // Hidden-state capture for DFlash drafting (shared/docs/dflash.md A4): with a non-empty list
+  // of layer ids (Gemma4Taps: id k = the input of layer k), every decode() also fills taps()
+  // with [n_tokens][layers.size()][D] for every token of that call (prompt chunks included).
+  // An empty list turns it off (no cost).
+  void set_tap_layers(std::vector<int32_t> layers);
+  const std::vector<int32_t>& tap_layers() const { return tap_layers_; }
+  // The taps of the last decode() call (empty when capture is off).
+  std::span<const float> taps() const { return {taps_.data(), taps_.size()}; }
 
  private:
   const Gemma4Model& model_;
@@ -53,6 +64,8 @@ class Gemma4Session : public LanguageModel {
   KvCache kv_;
   Gemma4Workspace workspace_;
   std::vector<float> logits_;
+  std::vector<int32_t> tap_layers_;
+  std::vector<float> taps_;
 };
 
 }  // namespace boltrt
