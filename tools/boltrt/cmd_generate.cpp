@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "command.h"
+#include "draft_options.h"
 #include "generate/generator.h"
 #include "generate/reasoning.h"
 #include "generate/reasoning_display.h"
@@ -39,6 +40,7 @@ struct GenerateFlags {
   bool json = false;
   bool ignore_eos = false;
   bool truncate = false;
+  DraftOptions draft;
 };
 
 std::string read_prompt_file(const std::string& path) {
@@ -81,7 +83,13 @@ void run(GenerateFlags& flags, CLI::App& app) {
     prompt = text->tokenize(prompt_text, true);
   }
 
-  Generator generator(text->model(), text->vocab(), sampling);
+  std::optional<Generator> generator;
+  std::unique_ptr<DFlashGeneration> drafted;
+  if (flags.draft.enabled()) {
+    drafted = flags.draft.make_generation(flags.model, text->vocab(), sampling);
+  } else {
+    generator.emplace(text->model(), text->vocab(), sampling);
+  }
   ReplySplitter splitter(markers, ReplySplitter::prompt_opens_reasoning(prompt, markers));
   std::atomic<bool> cancel{false};
   install_interrupt_handler(&cancel, nullptr, false);
@@ -111,7 +119,12 @@ void run(GenerateFlags& flags, CLI::App& app) {
     }
     return true;
   };
-  const GenerationResult result = generator.generate(prompt, options);
+  std::optional<SpeculativeResult> speculative;
+  if (drafted) speculative = drafted->generate(prompt, options);
+  const GenerationResult result =
+      drafted ? speculative->generation : generator->generate(prompt, options);
+  if (speculative && !flags.json)
+    fmt::print(stderr, "{}\n", format_speculative_stats(*speculative));
   const auto rest = splitter.finish();
   if (printer) {
     printer->write(rest);
@@ -137,7 +150,14 @@ void run(GenerateFlags& flags, CLI::App& app) {
     out["prompt_tokens_per_second"] = s.prompt_tokens_per_second;
     out["finish_reason"] = to_string(result.finish_reason);
     if (!result.stop_string.empty()) out["stop_string"] = result.stop_string;
-    out["seed"] = generator.sampler().seed();
+    out["seed"] = drafted ? drafted->sampler().seed() : generator->sampler().seed();
+    if (speculative) {
+      const SpeculativeStats& d = speculative->speculative;
+      out["draft"] = {{"drafted", d.n_drafted},
+                      {"accepted", d.n_accepted},
+                      {"rounds", d.n_rounds},
+                      {"mean_acceptance_length", d.mean_acceptance_length()}};
+    }
     out["tokens"] = result.tokens;
     fmt::print("{}\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   } else if (stdout_is_terminal() && !result.text.empty() && result.text.back() != '\n') {
@@ -161,6 +181,7 @@ void setup(CLI::App& app) {
   app.add_flag("--chat", flags->chat, "wrap the prompt as a user turn in the chat template");
   app.add_option("--system", flags->system, "system prompt (with --chat)");
   add_reasoning_options(app, flags->reasoning);
+  add_draft_options(app, flags->draft);
   app.add_option("--think", flags->think, "reasoning on or off (with --chat; = --reasoning)")
       ->check(CLI::IsMember({"on", "off"}));
   app.add_option("--stop", flags->stop, "stop before this text (repeatable)")
