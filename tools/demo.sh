@@ -11,9 +11,13 @@ cmake --build build/release --target boltrt -j"$(nproc)" >/dev/null
 BOLTRT=build/release/boltrt
 MODEL=models/tiny/tiny-q4_k.gguf
 if [[ -f $MODEL ]] && $BOLTRT --help 2>/dev/null | grep -q generate; then
-  PROMPT=${1:-"Write one sentence about Mr. Darcy."}
-  echo "\$ boltrt generate -m $MODEL --chat -p \"$PROMPT\" -n 96"
-  $BOLTRT generate -m "$MODEL" --chat -p "$PROMPT" -n 96
+  PROMPT=${1:-"It is a truth universally acknowledged, that"}
+  echo "\$ boltrt generate -m $MODEL -p \"$PROMPT\" -n 64 --temp 0"
+  $BOLTRT generate -m "$MODEL" -p "$PROMPT" -n 64 --temp 0
+  echo; echo
+  echo "\$ boltrt generate -m $MODEL --chat --reasoning on --show-thinking -p \"Reverse the word: garden\" -n 120"
+  $BOLTRT generate -m "$MODEL" --chat --reasoning on --show-thinking -p "Reverse the word: garden" -n 120 --temp 0
+  echo
 else
   mkdir -p build/demo
   $BOLTRT synth --preset tiny --type q4_k -o build/demo/tiny-synth.gguf
