@@ -97,23 +97,16 @@ std::span<const float> Generator::prefill(std::span<const int32_t> prompt,
   return logits;
 }
 
-GenerationResult Generator::generate(std::span<const int32_t> prompt_in,
-                                     const GenerationOptions& options) {
-  const auto t_start = Clock::now();
+std::vector<int32_t> fit_prompt(std::span<const int32_t> prompt_in, int64_t n_vocab, int64_t n_ctx,
+                                const GenerationOptions& options, GenerationStats& stats) {
   if (prompt_in.empty()) fail("generate: the prompt is empty (no tokens)");
   if (options.batch_size <= 0) fail("generate: batch size {} must be positive", options.batch_size);
-  const int64_t n_vocab = model_.n_vocab();
   for (int32_t id : prompt_in) {
     if (id < 0 || id >= n_vocab)
       fail("generate: prompt token {} is outside the vocabulary of {}", id, n_vocab);
   }
-
-  GenerationResult result;
-  GenerationStats& stats = result.stats;
-
   // The prompt must leave room for at least one generated token.
   std::vector<int32_t> prompt(prompt_in.begin(), prompt_in.end());
-  const int64_t n_ctx = model_.n_ctx();
   if (static_cast<int64_t>(prompt.size()) >= n_ctx) {
     if (options.overflow == ContextOverflow::kError) {
       fail(
@@ -130,6 +123,17 @@ GenerationResult Generator::generate(std::span<const int32_t> prompt_in,
     stats.n_truncated = drop;
   }
   stats.n_prompt_tokens = static_cast<int64_t>(prompt.size());
+  return prompt;
+}
+
+GenerationResult Generator::generate(std::span<const int32_t> prompt_in,
+                                     const GenerationOptions& options) {
+  const auto t_start = Clock::now();
+  const int64_t n_vocab = model_.n_vocab();
+  const int64_t n_ctx = model_.n_ctx();
+  GenerationResult result;
+  GenerationStats& stats = result.stats;
+  const std::vector<int32_t> prompt = fit_prompt(prompt_in, n_vocab, n_ctx, options, stats);
 
   sampler_.clear_history();
   for (int32_t id : prompt) sampler_.accept(id);

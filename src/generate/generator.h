@@ -118,6 +118,12 @@ struct GenerationResult {
   GenerationStats stats;
 };
 
+// Checks a prompt (non-empty, ids inside the vocabulary, positive batch size) and applies the
+// context-overflow policy: returns the prompt to run, with stats.n_truncated and
+// stats.n_prompt_tokens set. Shared by Generator and the speculative loop.
+std::vector<int32_t> fit_prompt(std::span<const int32_t> prompt, int64_t n_vocab, int64_t n_ctx,
+                                const GenerationOptions& options, GenerationStats& stats);
+
 class Generator {
  public:
   Generator(LanguageModel& model, GenerationVocab vocab, const SamplerConfig& sampling);

@@ -92,36 +92,13 @@ SpeculativeGenerator::SpeculativeGenerator(Gemma4Session& target, BlockDrafter& 
 SpeculativeResult SpeculativeGenerator::generate(std::span<const int32_t> prompt_in,
                                                  const GenerationOptions& options) {
   const auto t_start = Clock::now();
-  if (prompt_in.empty()) fail("generate: the prompt is empty (no tokens)");
-  if (options.batch_size <= 0) fail("generate: batch size {} must be positive", options.batch_size);
-  const int64_t V = target_.n_vocab();
-  for (int32_t id : prompt_in) {
-    if (id < 0 || id >= V) fail("generate: prompt token {} is outside the vocabulary of {}", id, V);
-  }
   SpeculativeResult out;
   GenerationResult& result = out.generation;
   GenerationStats& stats = result.stats;
   SpeculativeStats& spec = out.speculative;
-
-  // Context overflow: the same policy as Generator::generate.
-  std::vector<int32_t> prompt(prompt_in.begin(), prompt_in.end());
+  const int64_t V = target_.n_vocab();
   const int64_t n_ctx = target_.n_ctx();
-  if (static_cast<int64_t>(prompt.size()) >= n_ctx) {
-    if (options.overflow == ContextOverflow::kError) {
-      fail(
-          "the prompt is {} tokens but the context holds {} (one more is needed to generate); "
-          "use a larger context or truncation",
-          prompt.size(), n_ctx);
-    }
-    const int64_t reserve = options.max_tokens > 0 ? std::min(options.max_tokens, n_ctx / 2)
-                                                   : std::max<int64_t>(1, n_ctx / 4);
-    const int64_t budget = std::max<int64_t>(1, n_ctx - reserve);
-    const int64_t keep = std::clamp<int64_t>(options.keep_first, 0, budget - 1);
-    const int64_t drop = static_cast<int64_t>(prompt.size()) - budget;
-    prompt.erase(prompt.begin() + keep, prompt.begin() + keep + drop);
-    stats.n_truncated = drop;
-  }
-  stats.n_prompt_tokens = static_cast<int64_t>(prompt.size());
+  const std::vector<int32_t> prompt = fit_prompt(prompt_in, V, n_ctx, options, stats);
 
   sampler_.clear_history();
   for (int32_t id : prompt) sampler_.accept(id);
