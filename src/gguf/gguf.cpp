@@ -51,6 +51,31 @@ std::string_view value_type_name(ValueType t) {
   return "invalid";
 }
 
+size_t value_type_min_size(ValueType t) {
+  switch (t) {
+    case ValueType::UINT8:
+    case ValueType::INT8:
+    case ValueType::BOOL:
+      return 1;
+    case ValueType::UINT16:
+    case ValueType::INT16:
+      return 2;
+    case ValueType::UINT32:
+    case ValueType::INT32:
+    case ValueType::FLOAT32:
+      return 4;
+    case ValueType::UINT64:
+    case ValueType::INT64:
+    case ValueType::FLOAT64:
+      return 8;
+    case ValueType::STRING:
+      return 8;  // at least the length field
+    case ValueType::ARRAY:
+      return 12;  // at least elem_type + count
+  }
+  return 0;
+}
+
 // ---- Value accessors ------------------------------------------------------------------------
 
 bool Value::is_integer() const {
@@ -130,31 +155,6 @@ constexpr uint64_t kMaxArrayCount = uint64_t{1} << 30;   // gguf.cpp's 2^30 cap
 constexpr uint64_t kMetadataBudget = uint64_t{1} << 30;
 constexpr uint64_t kMinKvBytes = 8 + 1 + 4 + 1;      // length, 1-byte key, type, 1-byte value
 constexpr uint64_t kMinTensorBytes = 8 + 4 + 4 + 8;  // empty name, n_dims 0, type, offset
-
-size_t scalar_size(ValueType t) {
-  switch (t) {
-    case ValueType::UINT8:
-    case ValueType::INT8:
-    case ValueType::BOOL:
-      return 1;
-    case ValueType::UINT16:
-    case ValueType::INT16:
-      return 2;
-    case ValueType::UINT32:
-    case ValueType::INT32:
-    case ValueType::FLOAT32:
-      return 4;
-    case ValueType::UINT64:
-    case ValueType::INT64:
-    case ValueType::FLOAT64:
-      return 8;
-    case ValueType::STRING:
-      return 8;  // at least the length field
-    case ValueType::ARRAY:
-      return 12;  // at least elem_type + count
-  }
-  return 0;
-}
 
 std::string printable(std::string_view bytes) {
   std::string out;
@@ -350,10 +350,10 @@ Value Parser::read_value(ValueType type, const std::string& field, int depth) {
       if (count > kMaxArrayCount) {
         fail_at(count_at, field, "array count {} exceeds the 2^30 limit", count);
       }
-      if (count > remaining() / scalar_size(elem)) {
+      if (count > remaining() / value_type_min_size(elem)) {
         fail_at(count_at, field,
                 "array of {} {} elements needs at least {} bytes but only {} remain", count,
-                value_type_name(elem), count * scalar_size(elem), remaining());
+                value_type_name(elem), count * value_type_min_size(elem), remaining());
       }
       charge(count * sizeof(Value), count_at, field);
       Array arr;

@@ -31,6 +31,9 @@ enum class ValueType : uint32_t {
   FLOAT64 = 12,
 };
 std::string_view value_type_name(ValueType t);
+// Bytes a value of type t takes in a file: the fixed width of a scalar; for STRING the 8-byte
+// length field and for ARRAY the 12-byte header (element type + count), i.e. the least they take.
+size_t value_type_min_size(ValueType t);
 
 struct Value;
 // An array value: element type plus the elements (strings and nested arrays included).

@@ -29,30 +29,16 @@ uint64_t align_up(uint64_t x, uint64_t a) {
 // Byte size of a value's payload (without the key and the value-type tag).
 uint64_t value_size(const Value& v) {
   switch (v.type) {
-    case ValueType::UINT8:
-    case ValueType::INT8:
-    case ValueType::BOOL:
-      return 1;
-    case ValueType::UINT16:
-    case ValueType::INT16:
-      return 2;
-    case ValueType::UINT32:
-    case ValueType::INT32:
-    case ValueType::FLOAT32:
-      return 4;
-    case ValueType::UINT64:
-    case ValueType::INT64:
-    case ValueType::FLOAT64:
-      return 8;
     case ValueType::STRING:
       return 8 + v.as_string()->size();
     case ValueType::ARRAY: {
-      uint64_t n = 12;
+      uint64_t n = value_type_min_size(ValueType::ARRAY);
       for (const Value& e : v.as_array()->items) n += value_size(e);
       return n;
     }
+    default:
+      return value_type_min_size(v.type);
   }
-  return 0;
 }
 
 // Checks that the variant alternative matches the declared type, recursively, so emit() never
