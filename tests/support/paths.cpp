@@ -9,6 +9,8 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <system_error>
+#include <vector>
 
 namespace boltrt::test {
 
@@ -22,6 +24,20 @@ std::string cli_path() {
   return BOLTRT_CLI_PATH;
 }
 
+namespace {
+// Scratch directories this process made; removed when it exits (CI's disk is small: the synthesized
+// GGUFs of ~400 test processes add up). BOLTRT_KEEP_SCRATCH=1 keeps them for debugging.
+std::vector<std::filesystem::path>& scratch_dirs_made() {
+  static std::vector<std::filesystem::path> dirs;
+  return dirs;
+}
+void remove_scratch_dirs() {
+  if (const char* keep = std::getenv("BOLTRT_KEEP_SCRATCH"); keep && *keep && *keep != '0') return;
+  std::error_code ec;
+  for (const auto& dir : scratch_dirs_made()) std::filesystem::remove_all(dir, ec);
+}
+}  // namespace
+
 std::string scratch_dir(const std::string& name) {
   namespace fs = std::filesystem;
   // ctest runs every test in its own process, many at once (-j): one directory per process, so
@@ -30,6 +46,8 @@ std::string scratch_dir(const std::string& name) {
       fs::path(BOLTRT_BINARY_DIR) / "test-scratch" / (name + "." + std::to_string(getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
+  if (scratch_dirs_made().empty()) std::atexit(remove_scratch_dirs);
+  scratch_dirs_made().push_back(dir);
   return dir.string();
 }
 
