@@ -1,34 +1,81 @@
 #!/usr/bin/env bash
 # The one script a device session runs (see DEVELOPERS.md): builds boltrt with CUDA for the local
-# GPU, runs every CUDA test (they must not skip there) and the GPU benchmarks, and writes one
-# report to ${OUT:-build/gpu-check}/gpu-check.md (plus logs). Prints the report at the end.
+# GPU, runs every CUDA test (they must not skip there), the kernel benchmarks (GB/s and % of the
+# device's peak) and end-to-end decode/prefill tokens/s on an E4B-shape Q4_K_M synth, and writes
+# one report to ${OUT:-build/gpu-check}/gpu-check.md (plus logs). Prints the report at the end.
+# Budget: about 8 minutes on an H200 with 16 cores (build ~3, tests ~2, benches ~3); each step
+# has its own timeout so one hang cannot eat the rest.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 OUT=${OUT:-$ROOT/build/gpu-check}
 mkdir -p "$OUT"
 REPORT=$OUT/gpu-check.md
+JOBS=$(nproc)
 ARCH=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d .)
 ARCH=${ARCH:-90}
+B=build/gpu
+t0=$(date +%s)
+elapsed() { echo "$(( $(date +%s) - t0 )) s"; }
 {
-  echo "# gpu-check $(date -u +%Y-%m-%dT%H:%MZ)"
+  echo "# gpu-check $(date -u +%Y-%m-%dT%H:%MZ), commit $(git rev-parse --short HEAD 2>/dev/null)"
   echo; echo '```'; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.mem --format=csv 2>&1; echo '```'
 } > "$REPORT"
-start=$(date +%s)
-if ! cmake -S . -B build/gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DBOLTRT_CUDA=ON \
-     -DCMAKE_CUDA_ARCHITECTURES="$ARCH" > "$OUT/configure.log" 2>&1 ||
-   ! cmake --build build/gpu -j"$(nproc)" --target test_cuda_gemv test_dequant_sub32 bench_cuda_gemv \
-     > "$OUT/build.log" 2>&1; then
-  echo "BUILD FAILED (see build.log)" >> "$REPORT"; tail -30 "$OUT/build.log"; cat "$REPORT"; exit 1
+
+# --- build (tests and benches of the CUDA path only)
+if ! timeout 300 cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DBOLTRT_CUDA=ON \
+     -DBOLTRT_WERROR=ON -DCMAKE_CUDA_ARCHITECTURES="$ARCH" > "$OUT/configure.log" 2>&1 ||
+   ! timeout 300 cmake --build $B -j"$JOBS" --target boltrt test_cuda_gemv test_cuda_ops \
+     test_cuda_math test_cuda_device test_cuda_gemma4 test_dequant_sub32 bench_cuda_gemv \
+     bench_cuda_attention > "$OUT/build.log" 2>&1; then
+  echo "BUILD FAILED (see build.log)" >> "$REPORT"; tail -40 "$OUT/build.log"; cat "$REPORT"; exit 1
 fi
-echo "build: $(( $(date +%s) - start )) s for sm_$ARCH" >> "$REPORT"
+echo "build: $(elapsed) for sm_$ARCH" >> "$REPORT"
 status=0
-for t in build/gpu/test_cuda_*; do
-  [[ -x $t ]] || continue
-  "$t" > "$OUT/$(basename "$t").log" 2>&1 || status=1
-  echo "$(basename "$t"): $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/$(basename "$t").log" | tr '\n' ' ')" >> "$REPORT"
+
+# --- tests: every CUDA test, each with a timeout; a SKIPPED test counts as a failure here
+echo; echo "## tests" >> "$REPORT"
+for t in test_cuda_math test_dequant_sub32 test_cuda_gemv test_cuda_ops test_cuda_device test_cuda_gemma4; do
+  log=$OUT/$t.log
+  timeout 240 "$B/$t" > "$log" 2>&1; rc=$?
+  summary=$(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$log" | tr '\n' ' ')
+  if [[ $rc -ne 0 ]] || grep -q '^\[  SKIPPED' "$log"; then status=1; summary="**rc $rc** $summary"; fi
+  echo "- $t: $summary" >> "$REPORT"
+  grep -E '^\[  FAILED  \] [A-Za-z]' "$log" | head -10 | sed 's/^/  - /' >> "$REPORT"
+  grep -E '^\[ [a-z0-9_]+ \] .*rows: worst' "$log" | sed 's/^/  - /' >> "$REPORT"
 done
-echo; echo "## bench_cuda_gemv" >> "$REPORT"
-build/gpu/bench_cuda_gemv 200 >> "$REPORT" 2>&1 || status=1
+echo "tests done: $(elapsed)" >> "$REPORT"
+
+# --- kernel benchmarks
+echo; echo "## bench_cuda_gemv (E4B shapes)" >> "$REPORT"
+timeout 120 "$B/bench_cuda_gemv" 100 >> "$REPORT" 2>&1 || status=1
+echo; echo "## bench_cuda_attention (decode, F16 KV)" >> "$REPORT"
+timeout 60 "$B/bench_cuda_attention" >> "$REPORT" 2>&1 || status=1
+
+# --- end to end: E4B-shape Q4_K_M synth (random blocks; about 5 GB), decode and prefill
+echo; echo "## end to end: boltrt bench, E4B-shape Q4_K_M synth" >> "$REPORT"
+MODEL=$B/e4b-q4_k_m.gguf
+if [[ ! -f $MODEL ]]; then
+  timeout 240 "$B/boltrt" synth --preset e4b --type q4_k_m -t "$JOBS" -o "$MODEL" > "$OUT/synth.log" 2>&1 ||
+    { echo "synth failed (see synth.log)" >> "$REPORT"; status=1; }
+fi
+if [[ -f $MODEL ]]; then
+  echo '```' >> "$REPORT"
+  timeout 240 "$B/boltrt" bench -m "$MODEL" --device cuda -p 512 -n 128 -r 3 -b 64 \
+    > "$OUT/bench-e2e.md" 2> "$OUT/bench-e2e.err"; rc=$?
+  cat "$OUT/bench-e2e.err" "$OUT/bench-e2e.md" >> "$REPORT"
+  echo '```' >> "$REPORT"
+  [[ $rc -eq 0 ]] || { echo "boltrt bench: rc $rc" >> "$REPORT"; status=1; }
+  # roofline: weight bytes on the device per token / peak bandwidth (bench_cuda_gemv's header)
+  weights_mib=$(grep -oE 'weights [0-9.]+ MiB' "$OUT/bench-e2e.err" | grep -oE '[0-9.]+' | head -1)
+  peak=$(grep -oE 'peak [0-9.]+ GB/s' "$REPORT" | grep -oE '[0-9.]+' | head -1)
+  tg=$(grep -E '\| tg128 \|' "$OUT/bench-e2e.md" | awk -F'|' '{print $8}' | awk '{print $1}')
+  if [[ -n ${weights_mib:-} && -n ${peak:-} && -n ${tg:-} ]]; then
+    awk -v w="$weights_mib" -v p="$peak" -v t="$tg" 'BEGIN {
+      roof = p * 1e9 / (w * 1048576); printf("roofline %.0f tokens/s (weights %.0f MiB at %.0f GB/s); tg128 %.1f tokens/s = %.0f%% of roofline\n", roof, w, p, t, 100 * t / roof) }' >> "$REPORT"
+  fi
+  rm -f "$MODEL"
+fi
+echo; echo "total: $(elapsed)" >> "$REPORT"
 cat "$REPORT"
 exit $status

@@ -1,4 +1,4 @@
-// Decode GEMV: y = W x for 1..8 activation rows, W in a ggml block format.
+// Decode GEMV: y = W x for 1..8 activation rows, W in a ggml block format or F32/F16/BF16.
 //
 // Decode reads every weight once per token, so this kernel's job is to stream W at memory
 // speed: one warp per weight row; lane l unpacks the 32-element sub-blocks l, l+32, l+64, ...
@@ -8,9 +8,10 @@
 // reduction.
 //
 //   W: rows x cols (row_stride bytes apart)   x: batch x cols f32   y: batch x rows f32
+#include <type_traits>
+
 #include "gemv_quant.cuh"
-#include "quant/dequant_sub32.h"
-#include "quant/ggml_type.h"
+#include "sub32_dispatch.cuh"
 
 namespace boltrt::kernels {
 namespace {
@@ -102,36 +103,17 @@ cudaError_t launch_for_block(const void* w, int64_t rows, int64_t cols, size_t r
 }  // namespace
 
 bool gemv_quant_supported(uint32_t ggml_type) {
-  switch (static_cast<GgmlType>(ggml_type)) {
-    case GgmlType::Q4_0:
-    case GgmlType::Q8_0:
-    case GgmlType::Q4_K:
-    case GgmlType::Q5_K:
-    case GgmlType::Q6_K:
-      return true;
-    default:
-      return false;
-  }
+  return has_sub32_block(ggml_type);
 }
 
 cudaError_t launch_gemv_quant(uint32_t ggml_type, const void* w, int64_t rows, int64_t cols,
                               size_t row_stride, const float* x, int batch, float* y,
                               cudaStream_t stream) {
   if (rows <= 0) return cudaSuccess;
-  switch (static_cast<GgmlType>(ggml_type)) {
-    case GgmlType::Q4_0:
-      return launch_for_block<BlockQ4_0>(w, rows, cols, row_stride, x, batch, y, stream);
-    case GgmlType::Q8_0:
-      return launch_for_block<BlockQ8_0>(w, rows, cols, row_stride, x, batch, y, stream);
-    case GgmlType::Q4_K:
-      return launch_for_block<BlockQ4_K>(w, rows, cols, row_stride, x, batch, y, stream);
-    case GgmlType::Q5_K:
-      return launch_for_block<BlockQ5_K>(w, rows, cols, row_stride, x, batch, y, stream);
-    case GgmlType::Q6_K:
-      return launch_for_block<BlockQ6_K>(w, rows, cols, row_stride, x, batch, y, stream);
-    default:
-      return cudaErrorInvalidValue;
-  }
+  return with_sub32_block(ggml_type, [&](auto* tag) {
+    using Block = std::remove_pointer_t<decltype(tag)>;
+    return launch_for_block<Block>(w, rows, cols, row_stride, x, batch, y, stream);
+  });
 }
 
 }  // namespace boltrt::kernels

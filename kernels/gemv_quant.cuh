@@ -9,7 +9,7 @@ namespace boltrt::kernels {
 
 inline constexpr int kGemvMaxBatch = 8;
 
-// True for the ggml type ids the kernel handles (Q4_0, Q8_0, Q4_K, Q5_K, Q6_K).
+// True for the ggml type ids the kernel handles (Q4_0, Q8_0, Q4_K, Q5_K, Q6_K, F32, F16, BF16).
 bool gemv_quant_supported(uint32_t ggml_type);
 
 // y[b * rows + r] = sum_k W[r, k] * x[b * cols + k]; all pointers in device memory.

@@ -3,6 +3,7 @@
 
 #include "api/gguf_backend.h"
 #include "api/model_backend.h"
+#include "backend/device.h"
 #include "batch/gemma4_sequences.h"
 #include "batch/sequence_batcher.h"
 #include "generate/reply_splitter.h"
@@ -83,11 +84,8 @@ std::unique_ptr<batch::MultiSequenceModel> ModelBackend::new_sequences(int n) {
 std::shared_ptr<ModelBackend> open_model_backend(const std::string& path,
                                                  const BackendOptions& options) {
   if (!std::filesystem::exists(path)) fail("{}: no such file", path);
-  if (options.device != "auto" && options.device != "cpu") {
-    if (options.device == "cuda")
-      fail("{}: whole models do not run on CUDA in this build yet", path);
+  if (options.device != "auto" && options.device != "cpu" && options.device != "cuda")
     fail("unknown device '{}' (auto, cpu or cuda)", options.device);
-  }
   const auto kv_type = kv_type_from_name(options.kv_type);
   if (!kv_type) fail("unknown KV cache type '{}' (f16, f32 or q8_0)", options.kv_type);
   if (options.context < 1) fail("the context must be positive, not {}", options.context);
@@ -103,6 +101,17 @@ std::shared_ptr<ModelBackend> open_model_backend(const std::string& path,
   if (model->config().n_ctx_train > 0)
     session_options.n_ctx = std::min(session_options.n_ctx, model->config().n_ctx_train);
   session_options.kv_type = *kv_type;
+  if (resolve_device(options.device, *model) == ComputeDevice::kCuda) {
+    // Sequences on the device share the uploaded weights; they decode one at a time.
+    std::shared_ptr<const CudaGemma4> cuda = load_cuda_gemma4(*model);
+    std::shared_ptr<const gguf::File> file(model, &model->file());
+    return std::make_shared<GgufBackend>(
+        file,
+        [model, cuda, session_options]() -> std::unique_ptr<LanguageModel> {
+          return cuda->new_session(session_options);
+        },
+        session_options.n_ctx, /*concurrent_decode=*/false);
+  }
   auto new_session = [model, pool, session_options] {
     return std::make_unique<Gemma4Session>(*model, session_options, pool.get());
   };

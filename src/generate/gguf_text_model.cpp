@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <limits>
 
+#include "backend/device.h"
 #include "generate/sampling_defaults.h"
 #include "gguf/gguf.h"
 #include "model/gemma4.h"
@@ -50,12 +51,14 @@ class ResettableSession : public LanguageModel {
 
 class GgufTextModel : public TextModel {
  public:
+  // cuda: the weights on the device (the sequence then decodes there), or null for the CPU.
   GgufTextModel(std::unique_ptr<Gemma4Model> weights, std::unique_ptr<ThreadPool> pool,
-                const SessionOptions& session)
+                const SessionOptions& session, const CudaGemma4* cuda = nullptr)
       : weights_(std::move(weights)),
         pool_(std::move(pool)),
         tokenizer_(text::Tokenizer::from_gguf(weights_->file())),
-        model_(std::make_unique<ResettableSession>(*weights_, session, pool_.get())) {
+        model_(cuda ? cuda->new_session(session)
+                    : std::make_unique<ResettableSession>(*weights_, session, pool_.get())) {
     template_ = text::ChatTemplate::for_tokenizer(*tokenizer_, &template_warning_);
     if (model_->n_vocab() != tokenizer_->n_vocab()) {
       fail("{}: the model has {} logits but the vocabulary {} tokens", weights_->file().path(),
@@ -131,7 +134,12 @@ std::unique_ptr<TextModel> load_text_model(const TextModelOptions& options) {
   session.n_ctx = options.n_ctx > 0 ? options.n_ctx : std::numeric_limits<int32_t>::max();
   session.kv_type = *kv_type;
   auto pool = std::make_unique<ThreadPool>(std::max(1, options.threads));
-  return std::make_unique<GgufTextModel>(std::move(weights), std::move(pool), session);
+  std::shared_ptr<const CudaGemma4> cuda;
+  if (resolve_device(options.device, *weights) == ComputeDevice::kCuda) {
+    cuda = load_cuda_gemma4(*weights);
+    fmt::print(stderr, "boltrt: {}\n", cuda->describe());
+  }
+  return std::make_unique<GgufTextModel>(std::move(weights), std::move(pool), session, cuda.get());
 }
 
 }  // namespace boltrt

@@ -154,6 +154,14 @@ class Gemma4Model {
   const Gemma4Layer& layer(int64_t i) const { return layers_.at(static_cast<size_t>(i)); }
   // Cache layout: row sizes, windows and sharing per layer.
   std::vector<KvLayerSpec> kv_layout() const;
+  // The global tensors, for backends that copy the weights elsewhere (src/backend/cuda).
+  const WeightView& token_embd() const { return token_embd_; }
+  const Matrix& output() const { return output_; }
+  const F32Vector& output_norm() const { return output_norm_; }
+  const F32Vector& rope_freqs() const { return rope_freqs_; }
+  const WeightView& per_layer_token_embd() const { return per_layer_token_embd_; }
+  const Matrix& per_layer_model_proj() const { return per_layer_model_proj_; }
+  const F32Vector& per_layer_proj_norm() const { return per_layer_proj_norm_; }
 
   // Runs n_tokens tokens at positions pos0 .. pos0+n_tokens-1 (the cache holds [0, pos0)),
   // writing their K/V into `kv`. Writes logits (n_vocab floats per row) of the last token, or

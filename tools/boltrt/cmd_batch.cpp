@@ -15,6 +15,7 @@
 #include "batch/backend_engine.h"
 #include "batch/runner.h"
 #include "command.h"
+#include "device_options.h"
 #include "reasoning_options.h"
 #include "util/error.h"
 
@@ -34,6 +35,7 @@ struct BatchArgs {
   int threads = 0;
   int64_t context = 4096;
   std::string kv_type = "f16";
+  std::string device = "auto";
   ReasoningOptions reasoning;
   std::string progress = "auto";
   bool fake_model = false;
@@ -73,6 +75,7 @@ void run(BatchArgs& args) {
     options.threads = args.threads;
     options.context = args.context;
     options.kv_type = args.kv_type;
+    options.device = args.device;
     backend = open_model_backend(args.model, options);
   }
   const auto engine = batch::make_backend_engine(backend, args.options.parallel);
@@ -116,6 +119,7 @@ void setup(CLI::App& sub) {
   sub.add_option("-c,--ctx-size", args->context, "context per sequence")
       ->check(CLI::PositiveNumber);
   sub.add_option("--kv-type", args->kv_type, "KV cache type: f16, f32 or q8_0");
+  add_device_option(sub, &args->device);
   sub.add_option("-n,--max-tokens", o.max_tokens, "default max_tokens (-1: until the end)");
   sub.add_option("--temp", o.sampling.temperature, "default temperature (0: greedy)");
   sub.add_option("--top-p", o.sampling.top_p, "default top_p");

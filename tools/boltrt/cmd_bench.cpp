@@ -10,7 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "backend/device.h"
 #include "command.h"
+#include "device_options.h"
 #include "gguf/gguf.h"
 #include "model/gemma4.h"
 #include "runtime/session.h"
@@ -30,6 +32,7 @@ struct BenchArgs {
   std::string output = "md";
   bool json = false;
   std::string kv_type = "f16";
+  std::string device = "auto";
 };
 
 struct Result {
@@ -116,6 +119,9 @@ void run(const BenchArgs& args) {
   const int threads = args.threads > 0 ? args.threads : default_threads();
   auto model = Gemma4Model::load(args.model);
   const Gemma4Config& c = model->config();
+  const bool on_cuda = resolve_device(args.device, *model) == ComputeDevice::kCuda;
+  std::shared_ptr<const CudaGemma4> cuda = on_cuda ? load_cuda_gemma4(*model) : nullptr;
+  if (cuda) fmt::print(stderr, "boltrt: {}\n", cuda->describe());
   ThreadPool pool(threads);
   std::mt19937 rng(1234);
   std::uniform_int_distribution<int32_t> token(0, static_cast<int32_t>(c.n_vocab - 1));
@@ -129,7 +135,9 @@ void run(const BenchArgs& args) {
     options.n_ctx = std::max(1, r.n_prompt + r.n_gen);
     options.n_batch = args.batch;
     options.kv_type = *kv_type;
-    Gemma4Session session(*model, options, &pool);
+    std::unique_ptr<LanguageModel> sequence =
+        cuda ? cuda->new_session(options) : std::make_unique<Gemma4Session>(*model, options, &pool);
+    LanguageModel& session = *sequence;
     auto once = [&](bool warmup) {
       session.reset();
       if (r.n_prompt > 0) {
@@ -168,6 +176,7 @@ void run(const BenchArgs& args) {
                      {"model_type", desc},
                      {"model_size", bytes},
                      {"model_n_params", params},
+                     {"backend", cuda ? "CUDA" : "CPU"},
                      {"n_batch", args.batch},
                      {"n_threads", threads},
                      {"type_k", args.kv_type},
@@ -192,8 +201,9 @@ void run(const BenchArgs& args) {
   std::printf("| --- | ---: | ---: | --- | ---: | ---: | ---: |\n");
   for (const Result& r : results) {
     const auto rates = r.rates();
-    std::printf("| %s | %s | %s | CPU | %d | %s | %.2f ± %.2f |\n", desc.c_str(), size.c_str(),
-                n_params.c_str(), threads, r.test.c_str(), mean(rates), stddev(rates));
+    std::printf("| %s | %s | %s | %s | %d | %s | %.2f ± %.2f |\n", desc.c_str(), size.c_str(),
+                n_params.c_str(), cuda ? "CUDA" : "CPU", threads, r.test.c_str(), mean(rates),
+                stddev(rates));
   }
 }
 
@@ -209,6 +219,7 @@ void setup(CLI::App& sub) {
   sub.add_option("-b,--batch-size", args->batch, "prompt micro-batch")->capture_default_str();
   sub.add_option("-o,--output", args->output, "md or json")->capture_default_str();
   sub.add_flag("--json", args->json, "same as -o json");
+  add_device_option(sub, &args->device);
   sub.add_option("--kv-type,--cache-type-k,--cache-type-v", args->kv_type,
                  "KV cache type: f16, f32, q8_0 (K and V share one type)")
       ->capture_default_str()

@@ -17,6 +17,7 @@
 #endif
 
 #include "command.h"
+#include "device_options.h"
 #include "generate/chat_loop.h"
 #include "generate/generator.h"
 #include "generate/reasoning.h"
@@ -107,6 +108,7 @@ void run(ChatFlags& flags, CLI::App& app) {
 void setup(CLI::App& app) {
   auto flags = std::make_shared<ChatFlags>();
   add_model_flags(app, flags->model);
+  add_device_option(app, &flags->model.device);
   add_sampling_flags(app, flags->sampling);
   app.add_option("--system", flags->system, "system prompt");
   add_reasoning_options(app, flags->reasoning);

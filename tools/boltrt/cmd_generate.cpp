@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "command.h"
+#include "device_options.h"
 #include "draft_options.h"
 #include "generate/generator.h"
 #include "generate/reasoning.h"
@@ -86,6 +87,7 @@ void run(GenerateFlags& flags, CLI::App& app) {
   std::optional<Generator> generator;
   std::unique_ptr<DFlashGeneration> drafted;
   if (flags.draft.enabled()) {
+    if (flags.model.device == "cuda") fail("--draft does not run with --device cuda yet");
     drafted = flags.draft.make_generation(flags.model, text->vocab(), sampling);
   } else {
     generator.emplace(text->model(), text->vocab(), sampling);
@@ -171,6 +173,7 @@ void run(GenerateFlags& flags, CLI::App& app) {
 void setup(CLI::App& app) {
   auto flags = std::make_shared<GenerateFlags>();
   add_model_flags(app, flags->model);
+  add_device_option(app, &flags->model.device);
   auto* prompt = app.add_option("-p,--prompt", flags->prompt, "prompt text");
   auto* file = app.add_option("-f,--file", flags->prompt_file, "read the prompt from a file");
   prompt->excludes(file);

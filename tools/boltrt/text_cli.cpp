@@ -31,6 +31,7 @@ std::unique_ptr<TextModel> load_model(const ModelFlags& flags) {
   options.threads = flags.threads > 0 ? flags.threads : default_threads();
   options.n_ctx = flags.n_ctx;
   options.kv_type = flags.kv_type;
+  options.device = flags.device;
   const bool bar = isatty(STDERR_FILENO) != 0;
   int shown = -1;
   if (bar) {

@@ -96,6 +96,32 @@ void DeviceBuffer::download(void* host, size_t bytes, size_t offset) const {
         "download");
 }
 
+PinnedBuffer::PinnedBuffer(size_t bytes) : size_(bytes) {
+  if (bytes == 0) return;
+  if (cudaMallocHost(&data_, bytes) != cudaSuccess) {
+    cudaGetLastError();
+    data_ = nullptr;
+    size_ = 0;
+    fail("out of page-locked host memory: {:.1f} MiB needed", bytes / kMiB);
+  }
+}
+
+PinnedBuffer::~PinnedBuffer() {
+  if (data_) cudaFreeHost(data_);
+}
+
+PinnedBuffer::PinnedBuffer(PinnedBuffer&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+
+PinnedBuffer& PinnedBuffer::operator=(PinnedBuffer&& other) noexcept {
+  if (this != &other) {
+    if (data_) cudaFreeHost(data_);
+    data_ = std::exchange(other.data_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+  }
+  return *this;
+}
+
 bool gemv_supported(GgmlType type) {
   return kernels::gemv_quant_supported(static_cast<uint32_t>(type));
 }

@@ -46,6 +46,26 @@ class DeviceBuffer {
   size_t size_ = 0;
 };
 
+// Page-locked host memory (cudaMallocHost): staging for asynchronous copies (the batch's
+// per-layer embedding rows, logits). Allocation failure throws boltrt::Error.
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  explicit PinnedBuffer(size_t bytes);
+  ~PinnedBuffer();
+  PinnedBuffer(PinnedBuffer&& other) noexcept;
+  PinnedBuffer& operator=(PinnedBuffer&& other) noexcept;
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+
+  void* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  void* data_ = nullptr;
+  size_t size_ = 0;
+};
+
 // Decode GEMV on device memory: y[b, r] = sum_k W[r, k] x[b, k] for batch 1..8, f32
 // activations, weights unpacked in registers, fp32 accumulation (kernels/gemv_quant.cu).
 // x must be 16-byte aligned (cudaMalloc memory is) and cols a multiple of 32.

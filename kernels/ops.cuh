@@ -1,0 +1,76 @@
+// Launchers of the Gemma 4 decode kernels, one op per .cu file in this directory. All pointers
+// are device memory; every launcher queues its work on `stream` and returns the launch status
+// (cudaGetLastError). Shapes are row-major: [rows][n] means rows of n contiguous values.
+// The scalar math lives in backend/cuda/gemma4_math.h (checked on the CPU by test_cuda_math);
+// each launcher is checked against the CPU backend by test_cuda_ops.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace boltrt::kernels {
+
+// rms_norm.cu: y[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w (w null: no weight); x, y [rows][n],
+// y may alias x. Per-head Q/K/V norms are the same op with rows = tokens * heads, n = head_dim.
+cudaError_t launch_rms_norm(const float* x, const float* w, int64_t rows, int64_t n, float eps,
+                            float* y, cudaStream_t stream);
+// rms_norm.cu: h[r] += rms_norm(x[r]) * w — the post-norms that feed the residual stream.
+cudaError_t launch_rms_norm_add(const float* x, const float* w, int64_t rows, int64_t n, float eps,
+                                float* h, cudaStream_t stream);
+
+// rope_neox.cu: NEOX RoPE in place on x [n_tokens][n_heads][head_dim], token t at position
+// pos0 + t; pairs (i, i + n_rot/2) for i < n_rot/2 rotate by rope_angle(pos, i, theta_scale,
+// freq_factors) (freq_factors: device [n_rot/2] or null); dims >= n_rot pass through.
+cudaError_t launch_rope_neox(float* x, int64_t n_tokens, int64_t n_heads, int64_t head_dim,
+                             int64_t n_rot, int64_t pos0, float theta_scale,
+                             const float* freq_factors, cudaStream_t stream);
+
+// gelu_mul.cu: out[r][i] = gelu_tanh(x[r][i]) * y[r * y_stride + i]; x, out [rows][n]
+// (out may alias x). GELU-tanh gating of the MLP (y = up) and of the per-layer embeddings
+// (y = the layer's slice of the PLE rows).
+cudaError_t launch_gelu_mul(const float* x, const float* y, int64_t y_stride, int64_t rows,
+                            int64_t n, float* out, cudaStream_t stream);
+
+// embed_rows.cu: out[t] = scale * dequantize(table row tokens[t]) for t < n; table rows of
+// `cols` values in ggml type `type`, row_stride bytes apart; tokens device int32 [n].
+cudaError_t launch_embed_rows(uint32_t type, const void* table, size_t row_stride, int64_t cols,
+                              const int32_t* tokens, int64_t n, float scale, float* out,
+                              cudaStream_t stream);
+
+// ple_mix.cu: Gemma 4 per-layer embedding mix, per row r of P values (rows = tokens * layers):
+//   proj[r] = (rms_norm(proj[r] * proj_scale) * w + tok[r] * tok_scale) * mix_scale
+cudaError_t launch_ple_mix(float* proj, const float* tok, const float* w, int64_t rows, int64_t P,
+                           float proj_scale, float tok_scale, float mix_scale, float eps,
+                           cudaStream_t stream);
+
+// scale.cu: x[i] *= s for i < n.
+cudaError_t launch_scale(float* x, int64_t n, float s, cudaStream_t stream);
+
+// softcap.cu: x[i] = cap * tanh(x[i] / cap) for i < n (final logits).
+cudaError_t launch_softcap(float* x, int64_t n, float cap, cudaStream_t stream);
+
+// kv_store.cu: writes the K and V rows of n_tokens consecutive positions pos0.. (k, v
+// [n_tokens][row] f32) into an F16 cache of `cells` rows (k_cache, v_cache [cells][row]) at
+// cell = position % cells (full layers: cells = n_ctx; window layers: a ring).
+cudaError_t launch_kv_store(const float* k, const float* v, int64_t n_tokens, int64_t row,
+                            int64_t pos0, int64_t cells, uint16_t* k_cache, uint16_t* v_cache,
+                            cudaStream_t stream);
+
+// attention_decode.cu: causal GQA attention of n_tokens queries at positions pos0.. over an F16
+// cache written by launch_kv_store.
+//   q, out: [n_tokens][n_head][head_dim] f32    k_cache, v_cache: [cells][n_head_kv][head_dim]
+// Query at position p sees keys [first_visible_key(p, window), p]; query head h reads KV head
+// h / (n_head / n_head_kv); score = scale * q.k, then softcap(score, cap) when cap > 0.
+// head_dim a multiple of 64, at most 512. Keys are split over `n_split` blocks per (token,
+// head) whose partial softmax states are merged at the end; `partials` is device scratch of
+// attention_partials_floats(...) floats (unused when n_split == 1).
+int attention_split_count(int64_t max_keys, int64_t n_tokens, int64_t n_head);
+size_t attention_partials_floats(int64_t n_tokens, int64_t n_head, int64_t head_dim, int n_split);
+cudaError_t launch_attention_decode(const float* q, const uint16_t* k_cache,
+                                    const uint16_t* v_cache, int64_t n_tokens, int64_t pos0,
+                                    int64_t cells, int64_t n_head, int64_t n_head_kv,
+                                    int64_t head_dim, int64_t window, float scale, float cap,
+                                    int n_split, float* partials, float* out, cudaStream_t stream);
+
+}  // namespace boltrt::kernels

@@ -1,0 +1,571 @@
+#include "backend/cuda/gemma4_cuda.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <iterator>
+#include <map>
+
+#include "backend/cpu/ops.h"
+#include "gemv_quant.cuh"
+#include "gguf/gguf.h"
+#include "model/gemma4.h"
+#include "ops.cuh"
+#include "quant/dequantize.h"
+#include "quant/fp16.h"
+#include "sub32_dispatch.cuh"
+#include "util/error.h"
+
+namespace boltrt::cuda {
+namespace {
+
+void check(cudaError_t status, const char* what) {
+  if (status != cudaSuccess) fail("CUDA {}: {}", what, cudaGetErrorString(status));
+}
+
+constexpr double kMiB = 1024.0 * 1024.0;
+constexpr size_t kAlign = 256;
+
+size_t align_up(size_t n) {
+  return (n + kAlign - 1) / kAlign * kAlign;
+}
+
+// A weight matrix in device memory: y[n][rows] = x[n][cols] W^T (times scale).
+struct DeviceMatrix {
+  GgmlType type = GgmlType::F32;
+  const void* data = nullptr;
+  int64_t rows = 0, cols = 0;
+  size_t row_stride = 0;
+  float scale = 1.0f;
+  bool present() const { return data != nullptr; }
+};
+
+}  // namespace
+
+struct Gemma4CudaModel::Weights {
+  struct Layer {
+    const float *attn_norm = nullptr, *q_norm = nullptr, *k_norm = nullptr;
+    const float *post_attention_norm = nullptr, *ffn_norm = nullptr, *post_ffw_norm = nullptr;
+    const float* post_norm = nullptr;
+    DeviceMatrix q, k, v, o, gate, up, down, inp_gate, proj;
+    float output_scale = 1.0f;
+  };
+  DeviceBuffer arena;  // every tensor, kAlign-aligned
+  size_t bytes = 0;
+  int converted = 0;
+  DeviceMatrix token_embd, output, ple_proj;
+  const float *output_norm = nullptr, *rope_freqs = nullptr, *ple_norm = nullptr;
+  std::vector<Layer> layers;
+};
+
+std::string gemma4_unsupported_reason(const Gemma4Model& model) {
+  const Gemma4Config& c = model.config();
+  for (int64_t il = 0; il < c.n_layer; ++il) {
+    const Gemma4LayerConfig& lc = c.layers[static_cast<size_t>(il)];
+    if (model.layer(il).is_moe()) return fmt::format("layer {} is a mixture of experts", il);
+    if (lc.head_dim % 64 != 0 || lc.head_dim > 512) {
+      return fmt::format("layer {} has head size {} (the kernel takes multiples of 64 up to 512)",
+                         il, lc.head_dim);
+    }
+    if (lc.n_rot > lc.head_dim || lc.n_rot % 2 != 0) {
+      return fmt::format("layer {} rotates {} of {} dims", il, lc.n_rot, lc.head_dim);
+    }
+  }
+  if (c.n_embd % 32 != 0) return fmt::format("embedding size {} is not a multiple of 32", c.n_embd);
+  if (c.n_embd_per_layer % 32 != 0) {
+    return fmt::format("per-layer embedding size {} is not a multiple of 32", c.n_embd_per_layer);
+  }
+  return "";
+}
+
+namespace {
+
+// Collects every tensor first (to allocate one arena of the exact size and report it), then
+// copies. Host pointers already placed are shared (a tied output head reuses token_embd).
+class Uploader {
+ public:
+  // A matrix; types without a Sub32 unpacker become F16 rows.
+  DeviceMatrix* matrix(const WeightView& w, float scale, DeviceMatrix* out) {
+    if (!w.data) return out;
+    out->rows = w.rows;
+    out->cols = w.cols;
+    out->scale = scale;
+    if (kernels::has_sub32_block(static_cast<uint32_t>(w.type))) {
+      out->type = w.type;
+      out->row_stride = w.row_stride;
+      place(w.data, w.row_stride * static_cast<size_t>(w.rows), false, w, &out->data);
+    } else {
+      out->type = GgmlType::F16;
+      out->row_stride = static_cast<size_t>(w.cols) * 2;
+      place(w.data, out->row_stride * static_cast<size_t>(w.rows), true, w, &out->data);
+    }
+    return out;
+  }
+  void vector(const F32Vector& v, const float** out) {
+    if (!v.data) return;
+    WeightView none;
+    place(v.data, static_cast<size_t>(v.n) * sizeof(float), false, none,
+          reinterpret_cast<const void**>(out));
+  }
+  size_t total() const { return total_; }
+  int converted() const { return converted_; }
+
+  // Allocates the arena and copies; resolves every pointer handed out.
+  void upload(DeviceBuffer& arena) {
+    arena = DeviceBuffer(total_);
+    std::vector<uint16_t> f16;
+    std::vector<float> row;
+    for (const Item& item : items_) {
+      if (!item.convert) {
+        arena.upload(item.host, item.bytes, item.offset);
+      } else {
+        const WeightView& w = item.view;
+        f16.resize(static_cast<size_t>(w.rows * w.cols));
+        row.resize(static_cast<size_t>(w.cols));
+        for (int64_t r = 0; r < w.rows; ++r) {
+          dequantize_row(
+              w.type, static_cast<const uint8_t*>(w.data) + static_cast<size_t>(r) * w.row_stride,
+              row.data(), w.cols);
+          for (int64_t i = 0; i < w.cols; ++i) {
+            f16[static_cast<size_t>(r * w.cols + i)] = fp32_to_fp16(row[static_cast<size_t>(i)]);
+          }
+        }
+        arena.upload(f16.data(), item.bytes, item.offset);
+      }
+      for (const void** p : item.targets)
+        *p = static_cast<const uint8_t*>(arena.data()) + item.offset;
+    }
+  }
+
+ private:
+  struct Item {
+    const void* host;
+    size_t bytes, offset;
+    bool convert;
+    WeightView view;
+    std::vector<const void**> targets;
+  };
+  void place(const void* host, size_t bytes, bool convert, const WeightView& view,
+             const void** target) {
+    auto it = placed_.find(host);
+    if (it != placed_.end() && items_[it->second].convert == convert &&
+        items_[it->second].bytes == bytes) {
+      items_[it->second].targets.push_back(target);
+      return;
+    }
+    placed_[host] = items_.size();
+    items_.push_back({host, bytes, total_, convert, view, {target}});
+    total_ = align_up(total_ + bytes);
+    if (convert) ++converted_;
+  }
+  std::vector<Item> items_;
+  std::map<const void*, size_t> placed_;
+  size_t total_ = 0;
+  int converted_ = 0;
+};
+
+}  // namespace
+
+Gemma4CudaModel::Gemma4CudaModel(const Gemma4Model& model, int device_index)
+    : host_(model), weights_(std::make_unique<Weights>()) {
+  std::string why;
+  auto info = probe_device(device_index, &why);
+  if (!info) fail("no usable CUDA device: {}", why);
+  device_ = *info;
+  if (std::string reason = gemma4_unsupported_reason(model); !reason.empty()) {
+    fail("{}: cannot run on CUDA: {}", model.file().path(), reason);
+  }
+  const Gemma4Config& c = model.config();
+  Weights& w = *weights_;
+  // The pointers handed to the uploader are filled by upload(), so they must not move: size
+  // the layer vector first.
+  w.layers.resize(static_cast<size_t>(c.n_layer));
+  Uploader up;
+  up.matrix(model.token_embd(), 1.0f, &w.token_embd);
+  up.matrix(model.output().w, model.output().scale, &w.output);
+  up.vector(model.output_norm(), &w.output_norm);
+  up.vector(model.rope_freqs(), &w.rope_freqs);
+  if (c.n_embd_per_layer > 0) {
+    up.matrix(model.per_layer_model_proj().w, model.per_layer_model_proj().scale, &w.ple_proj);
+    up.vector(model.per_layer_proj_norm(), &w.ple_norm);
+  }
+  for (int64_t il = 0; il < c.n_layer; ++il) {
+    const Gemma4Layer& h = model.layer(il);
+    Weights::Layer& d = w.layers[static_cast<size_t>(il)];
+    up.vector(h.attn_norm, &d.attn_norm);
+    up.matrix(h.attn_q.w, h.attn_q.scale, &d.q);
+    up.vector(h.attn_q_norm, &d.q_norm);
+    if (c.layers[static_cast<size_t>(il)].kv_source < 0) {
+      up.matrix(h.attn_k.w, h.attn_k.scale, &d.k);
+      up.vector(h.attn_k_norm, &d.k_norm);
+      up.matrix(h.attn_v.w, h.attn_v.scale, &d.v);
+    }
+    up.matrix(h.attn_output.w, h.attn_output.scale, &d.o);
+    up.vector(h.post_attention_norm, &d.post_attention_norm);
+    up.vector(h.ffn_norm, &d.ffn_norm);
+    up.matrix(h.ffn_gate.w, h.ffn_gate.scale, &d.gate);
+    up.matrix(h.ffn_up.w, h.ffn_up.scale, &d.up);
+    up.matrix(h.ffn_down.w, h.ffn_down.scale, &d.down);
+    up.vector(h.post_ffw_norm, &d.post_ffw_norm);
+    if (c.n_embd_per_layer > 0) {
+      up.matrix(h.inp_gate.w, h.inp_gate.scale, &d.inp_gate);
+      up.matrix(h.proj.w, h.proj.scale, &d.proj);
+      up.vector(h.post_norm, &d.post_norm);
+    }
+    d.output_scale = h.output_scale;
+  }
+  try {
+    up.upload(w.arena);
+  } catch (const Error& e) {
+    fail("{}: the weights need {:.1f} MiB of device memory: {}", model.file().path(),
+         static_cast<double>(up.total()) / kMiB, e.what());
+  }
+  w.bytes = up.total();
+  w.converted = up.converted();
+}
+
+Gemma4CudaModel::~Gemma4CudaModel() = default;
+
+size_t Gemma4CudaModel::weight_bytes() const {
+  return weights_->bytes;
+}
+int Gemma4CudaModel::converted_tensors() const {
+  return weights_->converted;
+}
+
+// ---- session -----------------------------------------------------------------------------------
+
+struct Gemma4CudaSession::State {
+  cudaStream_t stream = nullptr;
+  DeviceBuffer kv;              // K and V of every owning layer
+  std::vector<uint16_t*> k, v;  // per layer (shared layers point at their source)
+  std::vector<int64_t> cells;   // per layer: cells of the storage it reads
+  DeviceBuffer scratch;
+  float *h = nullptr, *a = nullptr, *o = nullptr, *q = nullptr, *kx = nullptr, *vx = nullptr;
+  float *attn = nullptr, *gate = nullptr, *up = nullptr, *ple = nullptr, *ple_tok = nullptr;
+  float *logits = nullptr, *partials = nullptr;
+  int32_t* tokens = nullptr;
+  size_t partial_floats = 0;
+  PinnedBuffer pinned;  // tokens, per-layer embedding rows, logits
+  int32_t* host_tokens = nullptr;
+  float* host_ple = nullptr;
+  float* host_logits = nullptr;
+  int64_t logit_rows = 0;     // capacity of `logits` / `host_logits`
+  DeviceBuffer logit_buffer;  // all_logits: n_batch rows (allocated on first use)
+  PinnedBuffer host_logit_buffer;
+
+  ~State() {
+    if (stream) cudaStreamDestroy(stream);
+  }
+};
+
+Gemma4CudaSession::Gemma4CudaSession(std::shared_ptr<const Gemma4CudaModel> model,
+                                     const SessionOptions& options)
+    : model_(std::move(model)), state_(std::make_unique<State>()) {
+  const Gemma4Model& host = model_->host();
+  const Gemma4Config& c = host.config();
+  if (options.kv_type != KvType::F16) {
+    fail("the CUDA backend keeps its KV cache in f16; --kv-type {} is not supported",
+         kv_type_name(options.kv_type));
+  }
+  if (options.n_ctx <= 0) fail("context size {} must be > 0", options.n_ctx);
+  n_ctx_ = c.n_ctx_train > 0 ? std::min(options.n_ctx, c.n_ctx_train) : options.n_ctx;
+  n_batch_ = std::max<int64_t>(1, std::min({options.n_batch, kMaxBatch, n_ctx_}));
+  State& s = *state_;
+  check(cudaSetDevice(model_->device().index), "cudaSetDevice");
+  check(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking), "cudaStreamCreate");
+
+  // KV cache: full layers keep n_ctx cells, window layers a ring of window - 1 + n_batch
+  // (the window of the oldest query of a micro-batch plus the micro-batch), like KvCache.
+  const size_t L = static_cast<size_t>(c.n_layer);
+  std::vector<size_t> offset(L, 0);
+  size_t kv_bytes = 0;
+  s.cells.assign(L, 0);
+  for (size_t il = 0; il < L; ++il) {
+    const Gemma4LayerConfig& lc = c.layers[il];
+    if (lc.kv_source >= 0) continue;
+    s.cells[il] = lc.sliding ? std::min(n_ctx_, c.n_swa - 1 + n_batch_) : n_ctx_;
+    offset[il] = kv_bytes;
+    kv_bytes += 2 * align_up(static_cast<size_t>(s.cells[il] * lc.n_head_kv * lc.head_dim) * 2);
+  }
+  try {
+    s.kv = DeviceBuffer(kv_bytes);
+  } catch (const Error& e) {
+    fail("the KV cache for {} tokens needs {:.1f} MiB of device memory: {}", n_ctx_,
+         static_cast<double>(kv_bytes) / kMiB, e.what());
+  }
+  s.k.assign(L, nullptr);
+  s.v.assign(L, nullptr);
+  for (size_t il = 0; il < L; ++il) {
+    const Gemma4LayerConfig& lc = c.layers[il];
+    const size_t src = lc.kv_source >= 0 ? static_cast<size_t>(lc.kv_source) : il;
+    const Gemma4LayerConfig& sc = c.layers[src];
+    if (sc.kv_source >= 0 || sc.n_head_kv != lc.n_head_kv || sc.head_dim != lc.head_dim) {
+      fail("layer {} shares the KV of layer {} whose layout differs", il, src);
+    }
+    auto* base = static_cast<uint8_t*>(s.kv.data()) + offset[src];
+    s.k[il] = reinterpret_cast<uint16_t*>(base);
+    s.v[il] = reinterpret_cast<uint16_t*>(
+        base + align_up(static_cast<size_t>(s.cells[src] * sc.n_head_kv * sc.head_dim) * 2));
+    s.cells[il] = s.cells[src];
+  }
+
+  // scratch for n_batch tokens
+  const int64_t B = n_batch_, D = c.n_embd, P = c.n_embd_per_layer, LP = c.n_layer * P;
+  int64_t q_width = 0, kv_width = 0, ff = 0, max_hd = 0;
+  for (const Gemma4LayerConfig& lc : c.layers) {
+    q_width = std::max(q_width, lc.n_head * lc.head_dim);
+    kv_width = std::max(kv_width, lc.n_head_kv * lc.head_dim);
+    ff = std::max({ff, lc.n_ff, P});
+    max_hd = std::max(max_hd, lc.head_dim);
+  }
+  // split-KV partial states: attention_split_count keeps tokens * heads * splits <= 512
+  s.partial_floats = static_cast<size_t>(512 * (max_hd + 2));
+  s.logit_rows = 1;
+  const int64_t floats[] = {B * D,
+                            B * D,
+                            B * D,
+                            B * q_width,
+                            B * kv_width,
+                            B * kv_width,
+                            B * q_width,
+                            B * ff,
+                            B * ff,
+                            B * LP,
+                            B * LP,
+                            s.logit_rows * c.n_vocab,
+                            static_cast<int64_t>(s.partial_floats),
+                            B};
+  size_t total = 0;
+  for (int64_t f : floats) total += align_up(static_cast<size_t>(f) * 4);
+  s.scratch = DeviceBuffer(total);
+  auto* p = static_cast<uint8_t*>(s.scratch.data());
+  float** slots[] = {&s.h,    &s.a,  &s.o,   &s.q,       &s.kx,     &s.vx,      &s.attn,
+                     &s.gate, &s.up, &s.ple, &s.ple_tok, &s.logits, &s.partials};
+  for (size_t i = 0; i < std::size(slots); ++i) {
+    *slots[i] = reinterpret_cast<float*>(p);
+    p += align_up(static_cast<size_t>(floats[i]) * 4);
+  }
+  s.tokens = reinterpret_cast<int32_t*>(p);
+
+  s.pinned = PinnedBuffer(align_up(static_cast<size_t>(B) * 4) +
+                          align_up(static_cast<size_t>(B * LP) * 4) +
+                          align_up(static_cast<size_t>(c.n_vocab) * 4));
+  auto* hp = static_cast<uint8_t*>(s.pinned.data());
+  s.host_tokens = reinterpret_cast<int32_t*>(hp);
+  s.host_ple = reinterpret_cast<float*>(hp + align_up(static_cast<size_t>(B) * 4));
+  s.host_logits = reinterpret_cast<float*>(hp + align_up(static_cast<size_t>(B) * 4) +
+                                           align_up(static_cast<size_t>(B * LP) * 4));
+}
+
+Gemma4CudaSession::~Gemma4CudaSession() = default;
+
+int64_t Gemma4CudaSession::n_vocab() const {
+  return model_->host().config().n_vocab;
+}
+
+size_t Gemma4CudaSession::device_bytes() const {
+  return state_->kv.size() + state_->scratch.size();
+}
+
+void Gemma4CudaSession::rollback(int64_t n) {
+  if (n < 0 || n > n_past_) fail("rollback to {} outside [0, {}]", n, n_past_);
+  if (n == 0) {
+    n_past_ = 0;
+    return;
+  }
+  const Gemma4Config& c = model_->host().config();
+  for (size_t il = 0; il < c.layers.size(); ++il) {
+    if (!c.layers[il].sliding) continue;
+    // the ring holds positions [n_past - cells, n_past); position n needs [n - window + 1, n)
+    const int64_t needed = std::max<int64_t>(0, n - c.n_swa + 1);
+    const int64_t held = std::max<int64_t>(0, n_past_ - state_->cells[il]);
+    if (needed < held) {
+      fail(
+          "cannot roll back from {} to {} tokens: the sliding-window cache keeps only the last "
+          "{} positions",
+          n_past_, n, state_->cells[il]);
+    }
+  }
+  n_past_ = n;
+}
+
+std::span<const float> Gemma4CudaSession::decode(std::span<const int32_t> tokens, bool all_logits) {
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  const int64_t V = n_vocab();
+  if (n == 0) fail("decode: no tokens");
+  if (n_past_ + n > n_ctx_) {
+    fail("decode: {} tokens after {} do not fit in the context of {}", n, n_past_, n_ctx_);
+  }
+  for (int32_t t : tokens) {
+    if (t < 0 || t >= V) fail("decode: token id {} outside the vocabulary [0, {})", t, V);
+  }
+  logits_.resize(static_cast<size_t>((all_logits ? n : 1) * V));
+  const int64_t start = n_past_;
+  try {
+    for (int64_t done = 0; done < n; done += n_batch_) {
+      const int64_t m = std::min(n_batch_, n - done);
+      const bool last_chunk = done + m == n;
+      float* out = all_logits ? logits_.data() + done * V : (last_chunk ? logits_.data() : nullptr);
+      forward(tokens.data() + done, m, n_past_, all_logits, out);
+      n_past_ += m;
+    }
+  } catch (...) {
+    n_past_ = start;
+    throw;
+  }
+  return {logits_.data(), logits_.size()};
+}
+
+namespace {
+
+// y[n][rows] = x[n][cols] W^T, in GEMV batches of up to kGemvMaxBatch rows of x.
+void linear(const DeviceMatrix& m, const float* x, int64_t n, float* y, cudaStream_t stream) {
+  for (int64_t b = 0; b < n; b += kernels::kGemvMaxBatch) {
+    const int batch = static_cast<int>(std::min<int64_t>(kernels::kGemvMaxBatch, n - b));
+    check(kernels::launch_gemv_quant(static_cast<uint32_t>(m.type), m.data, m.rows, m.cols,
+                                     m.row_stride, x + b * m.cols, batch, y + b * m.rows, stream),
+          "gemv");
+  }
+  if (m.scale != 1.0f) check(kernels::launch_scale(y, n * m.rows, m.scale, stream), "scale");
+}
+
+}  // namespace
+
+void Gemma4CudaSession::forward(const int32_t* tokens, int64_t n, int64_t pos0, bool all_logits,
+                                float* logits) {
+  const Gemma4Model& host = model_->host();
+  const Gemma4Config& c = host.config();
+  const Gemma4CudaModel::Weights& w = model_->weights();
+  State& s = *state_;
+  cudaStream_t st = s.stream;
+  const int64_t D = c.n_embd, L = c.n_layer, P = c.n_embd_per_layer, V = c.n_vocab;
+  const float eps = c.rms_eps;
+  check(cudaSetDevice(model_->device().index), "cudaSetDevice");
+
+  // --- 5.1 embeddings: h = token_embd[tok] * sqrt(D)                              h [n][D]
+  std::memcpy(s.host_tokens, tokens, static_cast<size_t>(n) * 4);
+  check(cudaMemcpyAsync(s.tokens, s.host_tokens, static_cast<size_t>(n) * 4, cudaMemcpyHostToDevice,
+                        st),
+        "token upload");
+  check(kernels::launch_embed_rows(static_cast<uint32_t>(w.token_embd.type), w.token_embd.data,
+                                   w.token_embd.row_stride, D, s.tokens, n,
+                                   std::sqrt(static_cast<float>(D)), s.h, st),
+        "embedding");
+
+  // --- 5.2 per-layer embeddings: the table stays in host memory; only the batch's rows move
+  if (P > 0) {
+    const WeightView& table = host.per_layer_token_embd();
+    for (int64_t t = 0; t < n; ++t) {
+      dequantize_row(table.type,
+                     static_cast<const uint8_t*>(table.data) +
+                         static_cast<size_t>(tokens[t]) * table.row_stride,
+                     s.host_ple + t * L * P, table.cols);
+    }
+    check(cudaMemcpyAsync(s.ple_tok, s.host_ple, static_cast<size_t>(n * L * P) * 4,
+                          cudaMemcpyHostToDevice, st),
+          "per-layer embedding upload");
+    linear(w.ple_proj, s.h, n, s.ple, st);  // [n][L*P]
+    check(kernels::launch_ple_mix(
+              s.ple, s.ple_tok, w.ple_norm, n * L, P, 1.0f / std::sqrt(static_cast<float>(D)),
+              std::sqrt(static_cast<float>(P)), 1.0f / std::sqrt(2.0f), eps, st),
+          "per-layer embedding mix");
+  }
+
+  for (int64_t il = 0; il < L; ++il) {
+    const Gemma4LayerConfig& lc = c.layers[static_cast<size_t>(il)];
+    const Gemma4CudaModel::Weights::Layer& layer = w.layers[static_cast<size_t>(il)];
+    const int64_t hd = lc.head_dim, H = lc.n_head, Hkv = lc.n_head_kv;
+    const float theta_scale = std::pow(lc.rope_base, -2.0f / static_cast<float>(lc.n_rot));
+    const float* freq_factors = lc.sliding ? nullptr : w.rope_freqs;
+
+    // --- 5.3 attention
+    check(kernels::launch_rms_norm(s.h, layer.attn_norm, n, D, eps, s.a, st), "attn_norm");
+    linear(layer.q, s.a, n, s.q, st);  // [n][H*hd]
+    check(kernels::launch_rms_norm(s.q, layer.q_norm, n * H, hd, eps, s.q, st), "q_norm");
+    check(kernels::launch_rope_neox(s.q, n, H, hd, lc.n_rot, pos0, theta_scale, freq_factors, st),
+          "rope q");
+    if (lc.kv_source < 0) {
+      linear(layer.k, s.a, n, s.kx, st);  // [n][Hkv*hd]
+      if (layer.v.present()) {
+        linear(layer.v, s.a, n, s.vx, st);
+      } else {  // K=V layer: V is the raw K projection
+        check(cudaMemcpyAsync(s.vx, s.kx, static_cast<size_t>(n * Hkv * hd) * 4,
+                              cudaMemcpyDeviceToDevice, st),
+              "K=V copy");
+      }
+      check(kernels::launch_rms_norm(s.kx, layer.k_norm, n * Hkv, hd, eps, s.kx, st), "k_norm");
+      check(kernels::launch_rms_norm(s.vx, nullptr, n * Hkv, hd, eps, s.vx, st), "v_norm");
+      check(kernels::launch_rope_neox(s.kx, n, Hkv, hd, lc.n_rot, pos0, theta_scale, freq_factors,
+                                      st),
+            "rope k");
+      check(
+          kernels::launch_kv_store(s.kx, s.vx, n, Hkv * hd, pos0, s.cells[static_cast<size_t>(il)],
+                                   s.k[static_cast<size_t>(il)], s.v[static_cast<size_t>(il)], st),
+          "kv store");
+    }
+    const int n_split = kernels::attention_split_count(pos0 + n, n, H);
+    check(kernels::launch_attention_decode(
+              s.q, s.k[static_cast<size_t>(il)], s.v[static_cast<size_t>(il)], n, pos0,
+              s.cells[static_cast<size_t>(il)], H, Hkv, hd, lc.sliding ? c.n_swa : 0,
+              /*scale=*/1.0f, /*cap=*/0.0f, n_split, s.partials, s.attn, st),
+          "attention");
+    linear(layer.o, s.attn, n, s.o, st);  // [n][D]
+    check(kernels::launch_rms_norm_add(s.o, layer.post_attention_norm, n, D, eps, s.h, st),
+          "post_attention_norm");
+
+    // --- 5.6 feed-forward (dense)
+    check(kernels::launch_rms_norm(s.h, layer.ffn_norm, n, D, eps, s.a, st), "ffn_norm");
+    linear(layer.gate, s.a, n, s.gate, st);  // [n][n_ff]
+    linear(layer.up, s.a, n, s.up, st);
+    check(kernels::launch_gelu_mul(s.gate, s.up, lc.n_ff, n, lc.n_ff, s.gate, st), "geglu");
+    linear(layer.down, s.gate, n, s.o, st);  // [n][D]
+    check(kernels::launch_rms_norm_add(s.o, layer.post_ffw_norm, n, D, eps, s.h, st),
+          "post_ffw_norm");
+
+    // --- 5.8 per-layer embedding injection
+    if (P > 0) {
+      linear(layer.inp_gate, s.h, n, s.gate, st);  // [n][P]
+      check(kernels::launch_gelu_mul(s.gate, s.ple + il * P, L * P, n, P, s.gate, st),
+            "per-layer gate");
+      linear(layer.proj, s.gate, n, s.o, st);  // [n][D]
+      check(kernels::launch_rms_norm_add(s.o, layer.post_norm, n, D, eps, s.h, st), "post_norm");
+    }
+    // --- 5.9 layer output scalar
+    if (layer.output_scale != 1.0f) {
+      check(kernels::launch_scale(s.h, n * D, layer.output_scale, st), "layer_output_scale");
+    }
+  }
+
+  // --- 5.10 output: final norm, head, soft-cap (the last row, or every row)
+  if (logits) {
+    const int64_t rows = all_logits ? n : 1;
+    if (rows > s.logit_rows) {  // all_logits: grow the logits buffers on first use
+      s.logit_rows = n_batch_;
+      s.logit_buffer = DeviceBuffer(static_cast<size_t>(s.logit_rows * V) * 4);
+      s.host_logit_buffer = PinnedBuffer(static_cast<size_t>(s.logit_rows * V) * 4);
+      s.logits = static_cast<float*>(s.logit_buffer.data());
+      s.host_logits = static_cast<float*>(s.host_logit_buffer.data());
+    }
+    const float* last = s.h + (n - rows) * D;
+    check(kernels::launch_rms_norm(last, w.output_norm, rows, D, eps, s.a, st), "output_norm");
+    linear(w.output, s.a, rows, s.logits, st);  // [rows][V]
+    if (c.logit_softcap > 0.0f) {
+      check(kernels::launch_softcap(s.logits, rows * V, c.logit_softcap, st), "softcap");
+    }
+    check(cudaMemcpyAsync(s.host_logits, s.logits, static_cast<size_t>(rows * V) * 4,
+                          cudaMemcpyDeviceToHost, st),
+          "logits download");
+  }
+  // Every forward ends synchronised: the pinned staging is reused by the next call, and a
+  // device fault surfaces here as one error.
+  check(cudaStreamSynchronize(st), "forward");
+  if (logits) {
+    const int64_t rows = all_logits ? n : 1;
+    std::memcpy(logits, s.host_logits, static_cast<size_t>(rows * V) * 4);
+  }
+}
+
+}  // namespace boltrt::cuda

@@ -1,0 +1,85 @@
+// Gemma 4 on a CUDA device: the weights of a loaded Gemma4Model copied to device memory once
+// (Gemma4CudaModel) and sequences decoding on them (Gemma4CudaSession, a LanguageModel with an
+// F16 KV cache in device memory). The forward pass mirrors Gemma4Model::forward
+// (src/model/gemma4.cpp, shared/docs/gemma4.md §5) op by op with the kernels of kernels/; the
+// CPU forward pass stays the reference (test_cuda_gemma4 compares logits).
+//
+// Plain C++ header (no CUDA types), built only with CUDA; other code reaches it through
+// backend/device.h.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "backend/cuda/cuda_backend.h"
+#include "runtime/language_model.h"
+#include "runtime/session.h"
+
+namespace boltrt {
+class Gemma4Model;
+}
+
+namespace boltrt::cuda {
+
+// Why `model` cannot run on the CUDA backend (MoE layers, a head size the attention kernel
+// lacks, ...), or "" when it can.
+std::string gemma4_unsupported_reason(const Gemma4Model& model);
+
+class Gemma4CudaModel {
+ public:
+  // Uploads every tensor except the per-layer token embedding table (it stays in host memory;
+  // each forward copies only the rows of its tokens). Matrices whose type the GEMV kernel lacks
+  // are converted to F16 on the way. `model` must outlive this object. Throws boltrt::Error
+  // when there is no usable device, the layout is unsupported, or device memory is short
+  // ("out of device memory: N MiB needed ...").
+  explicit Gemma4CudaModel(const Gemma4Model& model, int device_index = 0);
+  ~Gemma4CudaModel();
+  Gemma4CudaModel(const Gemma4CudaModel&) = delete;
+  Gemma4CudaModel& operator=(const Gemma4CudaModel&) = delete;
+
+  const Gemma4Model& host() const { return host_; }
+  const DeviceInfo& device() const { return device_; }
+  size_t weight_bytes() const;  // device memory holding the weights
+  // Tensors converted to F16 because the GEMV kernel lacks their type (0 for Q4_K_M files).
+  int converted_tensors() const;
+
+  struct Weights;  // device pointers, defined in gemma4_cuda.cpp
+  const Weights& weights() const { return *weights_; }
+
+ private:
+  const Gemma4Model& host_;
+  DeviceInfo device_;
+  std::unique_ptr<Weights> weights_;
+};
+
+class Gemma4CudaSession : public LanguageModel {
+ public:
+  // Prompts run in micro-batches of min(options.n_batch, kMaxBatch) tokens.
+  static constexpr int64_t kMaxBatch = 64;
+  Gemma4CudaSession(std::shared_ptr<const Gemma4CudaModel> model, const SessionOptions& options);
+  ~Gemma4CudaSession() override;
+
+  int64_t n_vocab() const override;
+  int64_t n_ctx() const override { return n_ctx_; }
+  int64_t n_past() const override { return n_past_; }
+  std::span<const float> decode(std::span<const int32_t> tokens, bool all_logits = false) override;
+  // Any rollback for models without sliding-window layers; with them, as far back as the
+  // rings still hold (n_batch tokens, like the CPU cache), or to 0.
+  void rollback(int64_t n_past) override;
+
+  size_t device_bytes() const;  // KV cache + scratch of this session
+
+ private:
+  struct State;
+  void forward(const int32_t* tokens, int64_t n, int64_t pos0, bool all_logits, float* logits);
+
+  std::shared_ptr<const Gemma4CudaModel> model_;
+  int64_t n_ctx_ = 0, n_batch_ = 0, n_past_ = 0;
+  std::unique_ptr<State> state_;
+  std::vector<float> logits_;
+};
+
+}  // namespace boltrt::cuda

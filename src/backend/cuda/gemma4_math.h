@@ -1,0 +1,77 @@
+// Scalar math of the CUDA Gemma 4 kernels (kernels/*.cu), written once as BOLTRT_HD functions so
+// the CPU test (test_cuda_math, runs without a GPU) checks the very code the kernels run against
+// the CPU backend's references in backend/cpu/ops.h.
+#pragma once
+#include <math.h>
+
+#include <cstdint>
+
+#include "quant/fp16.h"
+
+namespace boltrt::cuda {
+
+// GELU, tanh approximation, in f32 (cpu::gelu_exact; the CPU forward pass reads an f16 table
+// instead, which the whole-model tolerance absorbs).
+BOLTRT_HD inline float gelu_tanh(float x) {
+  const float kSqrt2OverPi = 0.79788456080286535587989211986876f;
+  const float kCoef = 0.044715f;
+  return 0.5f * x * (1.0f + tanhf(kSqrt2OverPi * x * (1.0f + kCoef * x * x)));
+}
+
+// x -> cap * tanh(x / cap) (final logits; attention scores when a model asks for it).
+BOLTRT_HD inline float softcap(float x, float cap) {
+  return cap * tanhf(x / cap);
+}
+
+// NEOX RoPE angle of rotated pair i at position pos: pos * theta_scale^i / freq_factors[i],
+// theta_scale = base^(-2 / n_rot) computed once on the host. The power is built by repeated
+// multiplication in the same order as cpu::rope_angles, so the angle is bit-identical to the
+// CPU's (only cosf/sinf may differ in the last ulp).
+BOLTRT_HD inline float rope_angle(int64_t pos, int i, float theta_scale,
+                                  const float* freq_factors) {
+  float theta = static_cast<float>(pos);
+  for (int k = 0; k < i; ++k) theta *= theta_scale;
+  return freq_factors ? theta / freq_factors[i] : theta;
+}
+
+// Rotates the pair (a, b) = (x[i], x[i + n_rot/2]) by `angle` in place.
+BOLTRT_HD inline void rope_rotate(float& a, float& b, float cos_angle, float sin_angle) {
+  const float a0 = a, b0 = b;
+  a = a0 * cos_angle - b0 * sin_angle;
+  b = a0 * sin_angle + b0 * cos_angle;
+}
+
+// Online softmax over a stream of scores: running maximum m, running sum l of exp(s - m). The
+// value accumulators are rescaled by the factor add() returns. Partial states of disjoint key
+// ranges merge with merge() (split-KV attention).
+struct SoftmaxState {
+  float m = -INFINITY;
+  float l = 0.0f;
+  // Adds score s; returns the factor to rescale the accumulators by, and the weight of s in *p.
+  BOLTRT_HD float add(float s, float* p) {
+    const float m_new = s > m ? s : m;
+    const float correction = expf(m - m_new);  // exp(-inf) = 0 on the first score
+    *p = expf(s - m_new);
+    l = l * correction + *p;
+    m = m_new;
+    return correction;
+  }
+  // Merges another state; *self_factor and *other_factor rescale the two accumulators.
+  BOLTRT_HD void merge(const SoftmaxState& other, float* self_factor, float* other_factor) {
+    const float m_new = other.m > m ? other.m : m;
+    *self_factor = m == -INFINITY ? 0.0f : expf(m - m_new);
+    *other_factor = other.m == -INFINITY ? 0.0f : expf(other.m - m_new);
+    l = l * *self_factor + other.l * *other_factor;
+    m = m_new;
+  }
+};
+
+// The keys a query at position `pos` sees: [first, pos] with first = pos - window + 1 on
+// sliding-window layers (window > 0), else 0.
+BOLTRT_HD inline int64_t first_visible_key(int64_t pos, int64_t window) {
+  if (window <= 0) return 0;
+  const int64_t first = pos - window + 1;
+  return first > 0 ? first : 0;
+}
+
+}  // namespace boltrt::cuda

@@ -1,0 +1,99 @@
+#include "backend/device.h"
+
+#include <fmt/format.h>
+
+#include "gguf/gguf.h"
+#include "model/gemma4.h"
+#include "util/error.h"
+#if defined(BOLTRT_HAVE_CUDA)
+#include "backend/cuda/gemma4_cuda.h"
+#endif
+
+namespace boltrt {
+
+bool cuda_built() {
+#if defined(BOLTRT_HAVE_CUDA)
+  return true;
+#else
+  return false;
+#endif
+}
+
+std::string cuda_unavailable_reason() {
+#if defined(BOLTRT_HAVE_CUDA)
+  std::string why;
+  if (cuda::probe_device(0, &why)) return "";
+  return why.empty() ? "no usable CUDA device" : why;
+#else
+  return "this build has no CUDA backend (configure with -DBOLTRT_CUDA=ON)";
+#endif
+}
+
+ComputeDevice resolve_device(std::string_view name) {
+  if (name == "cpu") return ComputeDevice::kCpu;
+  if (name != "cuda" && name != "auto") {
+    fail("unknown device '{}' (auto, cpu or cuda)", name);
+  }
+  const std::string why = cuda_unavailable_reason();
+  if (why.empty()) return ComputeDevice::kCuda;
+  if (name == "cuda") fail("device cuda requested but no usable CUDA device: {}", why);
+  return ComputeDevice::kCpu;
+}
+
+ComputeDevice resolve_device(std::string_view name, const Gemma4Model& model) {
+  const ComputeDevice device = resolve_device(name);
+  if (device != ComputeDevice::kCuda) return device;
+#if defined(BOLTRT_HAVE_CUDA)
+  const std::string reason = cuda::gemma4_unsupported_reason(model);
+  if (reason.empty()) return device;
+  if (name == "cuda") fail("{}: cannot run on CUDA: {}", model.file().path(), reason);
+#else
+  (void)model;
+#endif
+  return ComputeDevice::kCpu;
+}
+
+#if defined(BOLTRT_HAVE_CUDA)
+namespace {
+
+class CudaGemma4Impl : public CudaGemma4 {
+ public:
+  explicit CudaGemma4Impl(const Gemma4Model& model)
+      : model_(std::make_shared<cuda::Gemma4CudaModel>(model)) {}
+
+  std::unique_ptr<LanguageModel> new_session(const SessionOptions& options) const override {
+    return std::make_unique<cuda::Gemma4CudaSession>(model_, options);
+  }
+
+  std::string describe() const override {
+    const cuda::DeviceInfo& d = model_->device();
+    std::string text =
+        fmt::format("CUDA device {} ({}, sm_{}{}): weights {:.0f} MiB of device memory", d.index,
+                    d.name, d.compute_major, d.compute_minor,
+                    static_cast<double>(model_->weight_bytes()) / (1024.0 * 1024.0));
+    if (model_->converted_tensors() > 0) {
+      text += fmt::format(" ({} tensors converted to F16)", model_->converted_tensors());
+    }
+    return text;
+  }
+
+ private:
+  std::shared_ptr<const cuda::Gemma4CudaModel> model_;
+};
+
+}  // namespace
+#endif
+
+std::shared_ptr<const CudaGemma4> load_cuda_gemma4(const Gemma4Model& model) {
+#if defined(BOLTRT_HAVE_CUDA)
+  if (const std::string why = cuda_unavailable_reason(); !why.empty()) {
+    fail("no usable CUDA device: {}", why);
+  }
+  return std::make_shared<CudaGemma4Impl>(model);
+#else
+  (void)model;
+  fail("{}", cuda_unavailable_reason());
+#endif
+}
+
+}  // namespace boltrt

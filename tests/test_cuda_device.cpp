@@ -1,0 +1,113 @@
+// Device selection (--device cpu|cuda|auto, ModelOptions::device), testable on any machine:
+// without CUDA in the build or without a usable GPU, "auto" runs on the CPU and "cuda" is one
+// clear error line; with a GPU, "auto" picks it and generation on CUDA produces text.
+#include <boltrt/boltrt.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+
+#include "backend/device.h"
+#include "model/gemma4_synth.h"
+#include "support/paths.h"
+#include "util/error.h"
+
+namespace boltrt {
+namespace {
+
+std::string quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+bool cuda_usable() {
+  return cuda_unavailable_reason().empty();
+}
+
+TEST(CudaDevice, NamesResolve) {
+  EXPECT_EQ(resolve_device("cpu"), ComputeDevice::kCpu);
+  EXPECT_EQ(resolve_device("auto"), cuda_usable() ? ComputeDevice::kCuda : ComputeDevice::kCpu);
+  try {
+    resolve_device("gpu");
+    FAIL() << "'gpu' was accepted";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "unknown device 'gpu' (auto, cpu or cuda)");
+  }
+}
+
+TEST(CudaDevice, CudaWithoutAUsableDeviceIsOneClearLine) {
+  if (cuda_usable()) GTEST_SKIP() << "a usable CUDA device is present";
+  EXPECT_EQ(cuda_built(), cuda_unavailable_reason().find("no CUDA backend") == std::string::npos);
+  try {
+    resolve_device("cuda");
+    FAIL() << "cuda resolved without a device";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what.rfind("device cuda requested but no usable CUDA device: ", 0), 0u) << what;
+    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+    EXPECT_GT(what.size(), std::string("device cuda requested but no usable CUDA device: ").size());
+  }
+}
+
+class CudaDeviceModel : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = test::scratch_dir("cuda_device");
+    path_ = dir_ + "/tiny.gguf";
+    model::write_gemma4_synth(model::gemma4_preset("tiny"), {}, path_);
+  }
+  static void TearDownTestSuite() { std::filesystem::remove_all(dir_); }
+  static std::string dir_, path_;
+};
+std::string CudaDeviceModel::dir_, CudaDeviceModel::path_;
+
+TEST_F(CudaDeviceModel, ApiDeviceOption) {
+  ModelOptions options;
+  options.context = 64;
+  options.device = Device::kCpu;
+  EXPECT_NO_THROW(Model::load(path_, options));
+  options.device = Device::kAuto;
+  EXPECT_NO_THROW(Model::load(path_, options));
+  options.device = Device::kCuda;
+  if (cuda_usable()) {
+    auto model = Model::load(path_, options);
+    Session session(model);
+    Request request;
+    request.prompt = "hello";
+    request.max_tokens = 4;
+    request.sampling.temperature = 0;
+    EXPECT_FALSE(session.generate(request).tokens.empty());
+  } else {
+    EXPECT_THROW(Model::load(path_, options), Error);
+  }
+}
+
+TEST_F(CudaDeviceModel, CliDeviceFlag) {
+  const std::string cli = quote(test::cli_path()) + " ";
+  const std::string model = " -m " + quote(path_);
+  for (const char* command : {"generate", "bench"}) {
+    const std::string args = std::string(command) == "generate"
+                                 ? model + " -p hi -n 2 --temp 0 -c 64"
+                                 : model + " -p 4 -n 2 -r 1";
+    const auto cpu = test::run_command_split(cli + command + args + " --device cpu");
+    EXPECT_EQ(cpu.status, 0) << command << ": " << cpu.err;
+    const auto bad = test::run_command_split(cli + command + args + " --device gpu");
+    EXPECT_EQ(bad.status, 2) << command << ": " << bad.err;
+    const auto cuda = test::run_command_split(cli + command + args + " --device cuda");
+    if (cuda_usable()) {
+      EXPECT_EQ(cuda.status, 0) << command << ": " << cuda.err;
+      EXPECT_NE(cuda.err.find("MiB of device memory"), std::string::npos) << cuda.err;
+    } else {
+      EXPECT_EQ(cuda.status, 1) << command << ": " << cuda.err;
+      EXPECT_EQ(
+          cuda.err.rfind("boltrt: error: device cuda requested but no usable CUDA device: ", 0), 0u)
+          << cuda.err;
+      EXPECT_EQ(std::count(cuda.err.begin(), cuda.err.end(), '\n'), 1) << cuda.err;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace boltrt

@@ -1,0 +1,180 @@
+// Whole-model logits on the CUDA backend against the CPU backend, on synthetic Gemma 4 models
+// of the layouts the CUDA path supports: tiny (per-layer embeddings, shared-KV layers, partial
+// rotary via rope_freqs, head sizes 64/128), tiny-e2b-like (one KV head, double-wide MLP on
+// shared layers, K/V tensors present on shared layers) and an E4B-shaped slice (D 2560, head
+// sizes 256/512, GQA 8:2, PLE 256; fewer layers, a small vocabulary and a 32-token window so
+// the ring wraps quickly). A prompt (all logits), then single-token decodes past the window,
+// then a rollback and a re-decode. Tolerances are per weight type: the CPU multiplies
+// quantized weights by 8-bit-quantized activations (as llama.cpp does) and reads GELU from an
+// f16 table, the GPU uses f32 activations and the exact tanh GELU.
+// Skips with the reason when the build has no CUDA or no usable device exists.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <random>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "model/gemma4.h"
+#include "model/gemma4_synth.h"
+#include "runtime/session.h"
+#include "runtime/thread_pool.h"
+#include "support/paths.h"
+#if defined(BOLTRT_HAVE_CUDA)
+#include "backend/cuda/gemma4_cuda.h"
+#endif
+
+namespace boltrt {
+namespace {
+
+struct ModelCase {
+  std::string name;
+  std::string preset;
+  int64_t n_layer;  // 0: the preset's
+  std::string type;
+  double tolerance;  // max |cuda - cpu| over max |cpu logit| per row
+};
+
+std::string case_name(const ::testing::TestParamInfo<ModelCase>& info) {
+  return info.param.name;
+}
+
+class CudaGemma4 : public ::testing::TestWithParam<ModelCase> {
+ protected:
+  void SetUp() override {
+#if !defined(BOLTRT_HAVE_CUDA)
+    GTEST_SKIP() << "built without CUDA (configure with -DBOLTRT_CUDA=ON)";
+#else
+    std::string why;
+    if (!cuda::probe_device(0, &why)) GTEST_SKIP() << "no usable CUDA device: " << why;
+#endif
+  }
+};
+
+// Largest |a - b| relative to the largest |a| of one logit row; also whether the argmax agrees.
+struct RowError {
+  double relative = 0;
+  bool same_argmax = false;
+};
+RowError compare_row(std::span<const float> cpu, std::span<const float> gpu) {
+  double max_diff = 0, max_abs = 0;
+  for (size_t i = 0; i < cpu.size(); ++i) {
+    max_diff = std::max(max_diff, std::fabs(double(cpu[i]) - gpu[i]));
+    max_abs = std::max(max_abs, std::fabs(double(cpu[i])));
+  }
+  RowError e;
+  e.relative = max_diff / std::max(1e-6, max_abs);
+  e.same_argmax = std::max_element(cpu.begin(), cpu.end()) - cpu.begin() ==
+                  std::max_element(gpu.begin(), gpu.end()) - gpu.begin();
+  return e;
+}
+
+TEST_P(CudaGemma4, LogitsMatchTheCpuBackend) {
+#if defined(BOLTRT_HAVE_CUDA)
+  const ModelCase& mc = GetParam();
+  const std::string dir = test::scratch_dir("cuda_gemma4_" + mc.name);
+  const std::string path = dir + "/model.gguf";
+  model::Gemma4Config config = model::gemma4_preset(mc.preset, mc.n_layer);
+  if (mc.preset == "e4b") {
+    config.n_vocab = 4096;
+    config.context_length = 4096;
+    config.sliding_window = 32;
+  }
+  model::Gemma4SynthOptions options;
+  options.type = mc.type;
+  options.threads = 8;
+  model::write_gemma4_synth(config, options, path);
+
+  {
+    auto host = Gemma4Model::load(path);
+    auto device = std::make_shared<const cuda::Gemma4CudaModel>(*host);
+    EXPECT_GT(device->weight_bytes(), 0u);
+    ThreadPool pool(std::max(1u, std::thread::hardware_concurrency()));
+    SessionOptions so;
+    so.n_ctx = 256;
+    so.n_batch = 16;
+    Gemma4Session cpu(*host, so, &pool);
+    cuda::Gemma4CudaSession gpu(device, so);
+    const int64_t V = host->config().n_vocab;
+
+    std::mt19937 rng(5);
+    std::uniform_int_distribution<int32_t> token(0, static_cast<int32_t>(V - 1));
+    std::vector<int32_t> prompt(40);
+    for (int32_t& t : prompt) t = token(rng);
+
+    double worst = 0;
+    int same = 0, rows = 0;
+    auto check = [&](std::span<const float> a, std::span<const float> b, const std::string& what) {
+      ASSERT_EQ(a.size(), b.size());
+      for (size_t r = 0; r < a.size() / static_cast<size_t>(V); ++r) {
+        const RowError e = compare_row(a.subspan(r * V, V), b.subspan(r * V, V));
+        worst = std::max(worst, e.relative);
+        same += e.same_argmax;
+        ++rows;
+        ASSERT_LE(e.relative, mc.tolerance) << what << " row " << r;
+      }
+    };
+    {
+      const auto a = cpu.decode(prompt, /*all_logits=*/true);
+      const std::vector<float> a_copy(a.begin(), a.end());
+      check(a_copy, gpu.decode(prompt, true), "prompt");
+    }
+    // single tokens (the CPU's greedy choice fed to both) past the sliding windows
+    std::vector<int32_t> generated;
+    for (int step = 0; step < 30; ++step) {
+      const int32_t next = generated.empty() ? prompt.back() : generated.back();
+      const auto a = cpu.decode(std::span<const int32_t>(&next, 1));
+      const std::vector<float> a_copy(a.begin(), a.end());
+      check(a_copy, gpu.decode(std::span<const int32_t>(&next, 1)),
+            "decode " + std::to_string(step));
+      generated.push_back(
+          static_cast<int32_t>(std::max_element(a_copy.begin(), a_copy.end()) - a_copy.begin()));
+    }
+    // roll back 5 tokens and decode three other ones in one call
+    cpu.rollback(cpu.n_past() - 5);
+    gpu.rollback(gpu.n_past() - 5);
+    ASSERT_EQ(cpu.n_past(), gpu.n_past());
+    const std::vector<int32_t> again = {token(rng), token(rng), token(rng)};
+    const auto a = cpu.decode(again, true);
+    const std::vector<float> a_copy(a.begin(), a.end());
+    check(a_copy, gpu.decode(again, true), "after rollback");
+    // what a GPU session records: the measured agreement
+    std::printf(
+        "[ %s ] %d rows: worst relative logit error %.2e (limit %.0e), argmax agrees on "
+        "%d; device memory: weights %.1f MiB, session %.1f MiB\n",
+        mc.name.c_str(), rows, worst, mc.tolerance, same, device->weight_bytes() / 1048576.0,
+        gpu.device_bytes() / 1048576.0);
+    EXPECT_GE(same, rows * 9 / 10) << "argmax agreement";
+  }
+  std::filesystem::remove_all(dir);
+#endif
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Layouts, CudaGemma4,
+    ::testing::Values(ModelCase{"tiny_f32", "tiny", 0, "f32", 1e-2},
+                      ModelCase{"tiny_q8_0", "tiny", 0, "q8_0", 3e-2},
+                      ModelCase{"tiny_e2b_like_f16", "tiny-e2b-like", 0, "f16", 1e-2},
+                      ModelCase{"tiny_e2b_like_q4_k_m", "tiny-e2b-like", 0, "q4_k_m", 6e-2},
+                      ModelCase{"e4b_shape_q4_k_m", "e4b", 4, "q4_k_m", 6e-2}),
+    case_name);
+
+TEST(CudaGemma4Layouts, MixtureOfExpertsIsRefusedWithTheReason) {
+#if !defined(BOLTRT_HAVE_CUDA)
+  GTEST_SKIP() << "built without CUDA (configure with -DBOLTRT_CUDA=ON)";
+#else
+  const std::string dir = test::scratch_dir("cuda_gemma4_moe");
+  const std::string path = dir + "/moe.gguf";
+  model::write_gemma4_synth(model::gemma4_preset("tiny-moe"), {}, path);
+  auto host = Gemma4Model::load(path);
+  EXPECT_NE(cuda::gemma4_unsupported_reason(*host).find("mixture of experts"), std::string::npos);
+  std::filesystem::remove_all(dir);
+#endif
+}
+
+}  // namespace
+}  // namespace boltrt

@@ -1,0 +1,171 @@
+// The scalar math the CUDA kernels run (backend/cuda/gemma4_math.h, backend/cuda/sub32_float.h),
+// checked on the CPU against the CPU backend's references. Runs without a GPU and without CUDA
+// in the build: these headers are plain C++ there.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "backend/cpu/ops.h"
+#include "backend/cuda/gemma4_math.h"
+#include "backend/cuda/sub32_float.h"
+#include "quant/dequantize.h"
+#include "quant/fp16.h"
+#include "quant/ggml_type.h"
+
+namespace boltrt {
+namespace {
+
+TEST(CudaMath, GeluTanhIsTheCpuReference) {
+  for (float x = -12.0f; x <= 12.0f; x += 0.0137f) {
+    EXPECT_FLOAT_EQ(cuda::gelu_tanh(x), cpu::gelu_exact(x)) << x;
+  }
+  EXPECT_FLOAT_EQ(cuda::gelu_tanh(0.0f), 0.0f);
+  EXPECT_NEAR(cuda::gelu_tanh(1.0f), 0.841192f, 1e-6f);  // 0.5 (1 + tanh(0.79788 * 1.044715))
+  EXPECT_NEAR(cuda::gelu_tanh(-3.0f), -0.003637f, 1e-6f);
+}
+
+TEST(CudaMath, SoftcapIsTheCpuReference) {
+  std::vector<float> x;
+  for (float v = -200.0f; v <= 200.0f; v += 0.71f) x.push_back(v);
+  std::vector<float> expected = x;
+  cpu::softcap(expected.data(), static_cast<int64_t>(expected.size()), 30.0f);
+  for (size_t i = 0; i < x.size(); ++i) {
+    EXPECT_FLOAT_EQ(cuda::softcap(x[i], 30.0f), expected[i]) << x[i];
+  }
+  EXPECT_NEAR(cuda::softcap(30.0f, 30.0f), 30.0f * std::tanh(1.0f), 1e-5f);
+}
+
+// Angles are built exactly like cpu::rope_angles (same multiplications in the same order), so
+// cos/sin computed from them are bit-identical on the CPU.
+TEST(CudaMath, RopeAnglesAreBitIdenticalToTheCpu) {
+  std::vector<float> freq_factors(256);
+  for (size_t i = 0; i < freq_factors.size(); ++i) freq_factors[i] = i < 32 ? 1.0f : 1e30f;
+  for (int64_t n_rot : {64, 128, 256, 512}) {
+    for (float base : {1e4f, 1e6f}) {
+      for (bool with_factors : {false, true}) {
+        const float* ff = with_factors ? freq_factors.data() : nullptr;
+        const float theta_scale = std::pow(base, -2.0f / static_cast<float>(n_rot));
+        std::vector<float> c(static_cast<size_t>(n_rot / 2)), s(c.size());
+        for (int64_t pos : {0, 1, 7, 511, 4095, 131071}) {
+          cpu::rope_angles(pos, n_rot, base, ff, c.data(), s.data());
+          for (int i = 0; i < n_rot / 2; ++i) {
+            const float angle = cuda::rope_angle(pos, i, theta_scale, ff);
+            ASSERT_EQ(std::cos(angle), c[static_cast<size_t>(i)])
+                << "n_rot " << n_rot << " pos " << pos << " i " << i;
+            ASSERT_EQ(std::sin(angle), s[static_cast<size_t>(i)]);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(CudaMath, RopeRotateMatchesRopeNeoxWithPartialRotation) {
+  const int64_t head_dim = 512, n_rot = 128, half = n_rot / 2;
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal;
+  std::vector<float> x(static_cast<size_t>(2 * head_dim));
+  for (float& v : x) v = normal(rng);
+  std::vector<float> expected = x, c(static_cast<size_t>(half)), s(c.size());
+  cpu::rope_angles(1234, n_rot, 1e6f, nullptr, c.data(), s.data());
+  cpu::rope_neox(expected.data(), 2, head_dim, n_rot, c.data(), s.data());
+  const float theta_scale = std::pow(1e6f, -2.0f / static_cast<float>(n_rot));
+  for (int64_t h = 0; h < 2; ++h) {
+    float* v = x.data() + h * head_dim;
+    for (int i = 0; i < half; ++i) {
+      const float angle = cuda::rope_angle(1234, i, theta_scale, nullptr);
+      cuda::rope_rotate(v[i], v[i + half], std::cos(angle), std::sin(angle));
+    }
+  }
+  for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(x[i], expected[i]) << i;
+  // dims past n_rot are untouched by both
+  EXPECT_EQ(x[200], expected[200]);
+}
+
+// Streaming softmax in any split of the keys, merged, equals the direct softmax.
+TEST(CudaMath, OnlineSoftmaxSplitsAndMergesExactly) {
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal(0.0f, 4.0f);
+  std::vector<float> scores(1000), values(1000);
+  for (float& v : scores) v = normal(rng);
+  for (float& v : values) v = normal(rng);
+  double max = -1e30, denominator = 0, numerator = 0;
+  for (float s : scores) max = std::max(max, double(s));
+  for (size_t j = 0; j < scores.size(); ++j) {
+    denominator += std::exp(scores[j] - max);
+    numerator += std::exp(scores[j] - max) * values[j];
+  }
+  const double expected = numerator / denominator;
+  for (int n_split : {1, 2, 7, 64}) {
+    cuda::SoftmaxState merged;
+    float merged_acc = 0.0f;
+    const size_t per = (scores.size() + n_split - 1) / static_cast<size_t>(n_split);
+    for (int split = 0; split < n_split; ++split) {
+      cuda::SoftmaxState state;
+      float acc = 0.0f;
+      for (size_t j = split * per; j < std::min(scores.size(), (split + 1) * per); ++j) {
+        float p;
+        const float correction = state.add(scores[j], &p);
+        acc = acc * correction + p * values[j];
+      }
+      float self_factor, other_factor;
+      merged.merge(state, &self_factor, &other_factor);
+      merged_acc = merged_acc * self_factor + acc * other_factor;
+    }
+    EXPECT_NEAR(merged_acc / merged.l, expected, 1e-5 * std::abs(expected) + 1e-6) << n_split;
+    EXPECT_FLOAT_EQ(merged.m, static_cast<float>(max));
+  }
+  // an empty state merges as nothing
+  cuda::SoftmaxState empty, one;
+  float p;
+  one.add(2.0f, &p);
+  float a, b;
+  one.merge(empty, &a, &b);
+  EXPECT_EQ(b, 0.0f);
+  EXPECT_EQ(a, 1.0f);
+  EXPECT_EQ(one.l, 1.0f);
+}
+
+TEST(CudaMath, VisibleKeysFollowTheSlidingWindow) {
+  EXPECT_EQ(cuda::first_visible_key(100, 0), 0);     // full attention
+  EXPECT_EQ(cuda::first_visible_key(100, 512), 0);   // window not yet full
+  EXPECT_EQ(cuda::first_visible_key(600, 512), 89);  // 600 - 512 + 1: window includes itself
+  EXPECT_EQ(cuda::first_visible_key(7, 8), 0);
+  EXPECT_EQ(cuda::first_visible_key(8, 8), 1);
+}
+
+template <typename Block>
+void check_sub32(GgmlType type, const std::vector<uint8_t>& row, int64_t cols) {
+  std::vector<float> expected(static_cast<size_t>(cols));
+  dequantize_row(type, row.data(), expected.data(), cols);
+  for (int64_t s = 0; s < cols / 32; ++s) {
+    float y[32];
+    Sub32<Block>::dequantize(row.data(), s, y);
+    for (int e = 0; e < 32; ++e) ASSERT_EQ(y[e], expected[static_cast<size_t>(s * 32 + e)]);
+  }
+}
+
+TEST(CudaMath, FloatSub32MatchesDequantizeRow) {
+  const int64_t cols = 320;
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  std::vector<float> values(static_cast<size_t>(cols));
+  for (float& v : values) v = normal(rng);
+  std::vector<uint8_t> f32(values.size() * 4), f16(values.size() * 2), bf16(values.size() * 2);
+  std::memcpy(f32.data(), values.data(), f32.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    const uint16_t h = fp32_to_fp16(values[i]), b = fp32_to_bf16(values[i]);
+    std::memcpy(f16.data() + 2 * i, &h, 2);
+    std::memcpy(bf16.data() + 2 * i, &b, 2);
+  }
+  check_sub32<BlockF32x32>(GgmlType::F32, f32, cols);
+  check_sub32<BlockF16x32>(GgmlType::F16, f16, cols);
+  check_sub32<BlockBF16x32>(GgmlType::BF16, bf16, cols);
+}
+
+}  // namespace
+}  // namespace boltrt
