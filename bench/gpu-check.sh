@@ -7,7 +7,7 @@
 # has its own timeout so one hang cannot eat the rest.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-cd "$ROOT"
+cd "$ROOT" || exit 1
 OUT=${OUT:-$ROOT/build/gpu-check}
 mkdir -p "$OUT"
 REPORT=$OUT/gpu-check.md
