@@ -82,7 +82,8 @@ TEST_P(CudaGemv, MatchesFloat64Reference) {
 
 INSTANTIATE_TEST_SUITE_P(Types, CudaGemv,
                          ::testing::Values(GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K,
-                                           GgmlType::Q5_K, GgmlType::Q6_K),
+                                           GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::F32,
+                                           GgmlType::F16, GgmlType::BF16),
                          [](const auto& info) {
                            return std::string(type_traits(info.param).name);
                          });
