@@ -222,6 +222,9 @@ Gemma4CudaModel::Gemma4CudaModel(const Gemma4Model& model, int device_index)
     fail("{}: the weights need {:.1f} MiB of device memory: {}", model.file().path(),
          static_cast<double>(up.total()) / kMiB, e.what());
   }
+  // cudaMemcpy from pageable memory may return before its DMA has landed, and sessions run on
+  // non-blocking streams that do not wait for the legacy stream: finish the uploads here.
+  check(cudaDeviceSynchronize(), "weight upload");
   w.bytes = up.total();
   w.converted = up.converted();
 }
