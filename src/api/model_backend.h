@@ -79,8 +79,8 @@ class ModelBackend {
 };
 
 struct BackendOptions {
-  std::string device = "auto";  // auto | cpu | cuda
-  int threads = 0;              // 0: physical cores
+  std::string device = "cpu";  // auto | cpu | cuda (CUDA opt-in until verified on a GPU)
+  int threads = 0;             // 0: physical cores
   int64_t context = 4096;
   std::string kv_type = "f16";  // f16 | f32 | q8_0
   std::string draft;            // DFlash draft GGUF ("" = none)
