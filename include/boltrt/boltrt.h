@@ -61,7 +61,13 @@ struct ModelOptions {
   int threads = 0;               ///< CPU compute threads; 0 = physical cores
   int64_t context = 4096;        ///< tokens each session can hold (prompt + answer)
   KvCacheType kv_type = KvCacheType::kF16;  ///< KV cache element type
-  std::string draft;  ///< optional DFlash draft GGUF for speculative decoding ("" = none)
+  /// Optional DFlash draft GGUF for speculative decoding ("" = none). Every session then
+  /// drafts tokens and verifies them in one batched forward pass: the output is what plain
+  /// decoding gives (the same tokens at temperature 0, the same distribution above it), only
+  /// faster when the draft guesses well. Loading fails when the draft does not fit the model.
+  std::string draft;
+  int64_t draft_max = -1;  ///< most drafted tokens per step; -1 = the draft's block size - 1
+  int64_t draft_min = 1;   ///< adaptive lower bound; = draft_max: a fixed length every step
 };
 
 /// A function the model may call, declared to it in the chat prompt.
@@ -172,6 +178,9 @@ struct Statistics {
   double generation_ms = 0;             ///< first to last generated token
   double prompt_tokens_per_second = 0;  ///< prompt_evaluated / prompt time
   double tokens_per_second = 0;         ///< generation speed after the first token
+  int64_t draft_steps = 0;              ///< verify steps with drafted tokens (ModelOptions::draft)
+  int64_t draft_tokens = 0;             ///< drafted tokens verified
+  int64_t draft_accepted = 0;  ///< drafted tokens kept (draft_accepted / draft_tokens: rate)
 };
 
 /// The outcome of Session::generate.

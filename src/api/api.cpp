@@ -24,6 +24,10 @@ class LockedSequence : public LanguageModel {
     std::lock_guard lock(mutex_);
     inner_->rollback(n_past);
   }
+  void set_tap_layers(std::vector<int32_t> layers) override {
+    inner_->set_tap_layers(std::move(layers));
+  }
+  std::span<const float> taps() const override { return inner_->taps(); }
 
  private:
   std::unique_ptr<LanguageModel> inner_;
@@ -131,9 +135,11 @@ Model::Model(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {
 }
 Model::~Model() = default;
 
-std::shared_ptr<const Model> wrap_model_backend(std::shared_ptr<ModelBackend> backend) {
+std::shared_ptr<const Model> wrap_model_backend(std::shared_ptr<ModelBackend> backend,
+                                                const SpeculativeOptions& speculative) {
   auto impl = std::make_shared<Model::Impl>();
   impl->architecture = backend->architecture();
+  impl->speculative = speculative;
   impl->backend = std::move(backend);
   return std::make_shared<const Model>(std::move(impl));
 }
@@ -159,7 +165,18 @@ std::shared_ptr<const Model> Model::load(const std::string& path, const ModelOpt
               : options.kv_type == KvCacheType::kQ8_0 ? "q8_0"
                                                       : "f16";
   o.draft = options.draft;
-  return wrap_model_backend(open_model_backend(path, o));
+  SpeculativeOptions speculative;
+  if (!options.draft.empty()) {
+    if (options.draft_max == 0 || options.draft_max < -1)
+      fail("ModelOptions.draft_max {} must be >= 1 (or -1)", options.draft_max);
+    if (options.draft_min < 1) fail("ModelOptions.draft_min {} must be >= 1", options.draft_min);
+    if (options.draft_max > 0 && options.draft_min > options.draft_max)
+      fail("ModelOptions.draft_min {} is above draft_max {}", options.draft_min, options.draft_max);
+    speculative.draft_max = options.draft_max;
+    speculative.draft_min = options.draft_min;
+    speculative.adaptive = options.draft_max < 0 || options.draft_min < options.draft_max;
+  }
+  return wrap_model_backend(open_model_backend(path, o), speculative);
 }
 
 const std::string& Model::architecture() const {
@@ -181,6 +198,7 @@ struct Session::State {
   std::shared_ptr<const Model> model;
   ModelBackend* backend = nullptr;
   std::unique_ptr<LanguageModel> sequence;
+  std::unique_ptr<BlockDrafter> drafter;  // with a draft (ModelOptions::draft), else null
   std::unique_ptr<Generator> generator;
 };
 
@@ -195,6 +213,13 @@ Session::Session(std::shared_ptr<const Model> model) : state_(std::make_unique<S
     s.sequence = std::make_unique<LockedSequence>(std::move(s.sequence), impl.decode_mutex);
   s.generator = std::make_unique<Generator>(*s.sequence, s.backend->vocab(),
                                             s.backend->sampling_defaults(SamplerConfig{}));
+  s.drafter = s.backend->new_drafter();
+  if (s.drafter) {
+    // The drafter runs on the model's compute threads too: it takes the same lock.
+    if (!s.backend->concurrent_decode())
+      s.drafter = std::make_unique<LockedDrafter>(std::move(s.drafter), impl.decode_mutex);
+    s.generator->set_drafter(s.drafter.get(), impl.speculative);
+  }
 }
 
 Session::~Session() = default;
@@ -316,6 +341,9 @@ Result Session::generate(const Request& request, const TokenCallback& on_token) 
   st.generation_ms = g.generation_ms;
   st.prompt_tokens_per_second = g.prompt_tokens_per_second;
   st.tokens_per_second = g.tokens_per_second;
+  st.draft_steps = g.draft.n_rounds;
+  st.draft_tokens = g.draft.n_drafted;
+  st.draft_accepted = g.draft.n_accepted;
   return result;
 }
 

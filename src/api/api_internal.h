@@ -14,6 +14,7 @@
 #include "generate/generator.h"
 #include "generate/reasoning.h"
 #include "generate/reply_splitter.h"
+#include "generate/speculative.h"
 #include "generate/text_model.h"
 #include "generate/text_stream.h"
 #include "runtime/kv_cache.h"
@@ -33,10 +34,12 @@ struct Model::Impl {
   std::shared_ptr<ModelBackend> backend;
   std::string architecture;
   std::mutex decode_mutex;  // taken around decode/rollback unless backend->concurrent_decode()
+  SpeculativeOptions speculative;  // for sessions of a backend with a draft
 };
 
 // A public Model over any backend (tests wrap the fake backend with it).
-std::shared_ptr<const Model> wrap_model_backend(std::shared_ptr<ModelBackend> backend);
+std::shared_ptr<const Model> wrap_model_backend(std::shared_ptr<ModelBackend> backend,
+                                                const SpeculativeOptions& speculative = {});
 
 }  // namespace api
 }  // namespace boltrt

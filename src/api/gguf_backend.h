@@ -16,6 +16,7 @@ class GgufBackend : public ModelBackend {
  public:
   using SequenceFactory = std::function<std::unique_ptr<LanguageModel>()>;
   using SequencesFactory = std::function<std::unique_ptr<batch::MultiSequenceModel>(int n)>;
+  using DrafterFactory = std::function<std::unique_ptr<BlockDrafter>()>;
 
   // `new_sequence` makes one sequence of the model (nullptr: the file's text side only; then
   // new_sequence() throws); `new_sequences`, when given, n sequences sharing forward passes.
@@ -29,6 +30,11 @@ class GgufBackend : public ModelBackend {
   std::unique_ptr<LanguageModel> new_sequence() override;
   bool concurrent_decode() const override { return concurrent_; }
   std::unique_ptr<batch::MultiSequenceModel> new_sequences(int n) override;
+  std::unique_ptr<BlockDrafter> new_drafter() override {
+    return new_drafter_ ? new_drafter_() : nullptr;
+  }
+  // Makes new_drafter() return drafters (a draft loaded for this model).
+  void set_drafter_factory(DrafterFactory factory) { new_drafter_ = std::move(factory); }
 
   std::vector<int32_t> tokenize(std::string_view text, bool add_special) const override;
   const GenerationVocab& vocab() const override { return vocab_; }
@@ -51,6 +57,7 @@ class GgufBackend : public ModelBackend {
   std::shared_ptr<const gguf::File> file_;
   SequenceFactory new_sequence_;
   SequencesFactory new_sequences_;
+  DrafterFactory new_drafter_;
   int64_t n_ctx_;
   bool concurrent_;
   std::unique_ptr<text::Tokenizer> tokenizer_;

@@ -52,6 +52,10 @@ class ModelBackend {
   // Whether sequences may decode() on different threads at the same time. When false, callers
   // serialise their decode calls (the forward pass uses the model's one thread pool).
   virtual bool concurrent_decode() const = 0;
+  // A speculative-decoding drafter for one new sequence when the model was opened with a draft
+  // (BackendOptions::draft), else null. Its calls use the model's compute threads like
+  // decode() does: serialise them the same way. Thread-safe.
+  virtual std::unique_ptr<BlockDrafter> new_drafter() { return nullptr; }
   // n sequences for `boltrt batch`. The default interleaves n new_sequence()s (each step reads
   // the weights once per sequence); a model with a multi-sequence forward pass overrides it.
   virtual std::unique_ptr<batch::MultiSequenceModel> new_sequences(int n);

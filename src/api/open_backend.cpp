@@ -7,6 +7,8 @@
 #include "batch/gemma4_sequences.h"
 #include "batch/sequence_batcher.h"
 #include "generate/reply_splitter.h"
+#include "generate/speculative.h"
+#include "model/dflash.h"
 #include "model/gemma4.h"
 #include "runtime/session.h"
 #include "runtime/thread_pool.h"
@@ -90,8 +92,8 @@ std::shared_ptr<ModelBackend> open_model_backend(const std::string& path,
   if (!kv_type) fail("unknown KV cache type '{}' (f16, f32 or q8_0)", options.kv_type);
   if (options.context < 1) fail("the context must be positive, not {}", options.context);
   if (options.threads < 0) fail("the thread count must not be negative, not {}", options.threads);
-  if (!options.draft.empty())
-    fail("{}: DFlash drafts are not supported by this build yet", options.draft);
+  if (!options.draft.empty() && !std::filesystem::exists(options.draft))
+    fail("{}: no such file", options.draft);
 
   std::shared_ptr<const Gemma4Model> model = Gemma4Model::load(path);
   auto pool =
@@ -123,9 +125,20 @@ std::shared_ptr<ModelBackend> open_model_backend(const std::string& path,
   };
   // The file stays open as long as the model: the tokenizer reads it through the same handle.
   std::shared_ptr<const gguf::File> file(model, &model->file());
-  return std::make_shared<GgufBackend>(
+  auto backend = std::make_shared<GgufBackend>(
       file, [new_session]() -> std::unique_ptr<LanguageModel> { return new_session(); },
       session_options.n_ctx, /*concurrent_decode=*/false, std::move(new_sequences));
+  if (!options.draft.empty()) {
+    // One draft for all sequences (immutable); each sequence gets a drafter with its own
+    // context. The draft borrows the target's embedding and output head: its deleter keeps
+    // the target alive.
+    std::shared_ptr<const DFlashDraft> draft(DFlashDraft::load(options.draft, *model).release(),
+                                             [model](const DFlashDraft* d) { delete d; });
+    backend->set_drafter_factory([draft, pool]() -> std::unique_ptr<BlockDrafter> {
+      return std::make_unique<DFlashDrafter>(draft, pool.get());
+    });
+  }
+  return backend;
 }
 
 }  // namespace boltrt

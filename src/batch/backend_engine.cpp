@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <mutex>
 
+#include "generate/speculative.h"
 #include "util/error.h"
 
 namespace boltrt::batch {
@@ -46,6 +48,14 @@ class BackendEngine : public BatchEngine {
     return controller ? controller->reasoning_tokens() : reply.reasoning_tokens;
   }
 
+  std::unique_ptr<BlockDrafter> new_drafter() override {
+    std::unique_ptr<BlockDrafter> drafter = backend_->new_drafter();
+    // A drafter runs outside the batched steps (a step waits for every worker in flight, so
+    // none runs during a step), but two workers may draft at once on the one thread pool.
+    if (drafter) drafter = std::make_unique<LockedDrafter>(std::move(drafter), draft_mutex_);
+    return drafter;
+  }
+
   std::string describe() const override {
     if (model_->shares_weight_reads())
       return fmt::format("{} sequences batched into one forward pass per step", model_->n_slots());
@@ -56,6 +66,7 @@ class BackendEngine : public BatchEngine {
  private:
   std::shared_ptr<ModelBackend> backend_;
   std::unique_ptr<MultiSequenceModel> model_;
+  std::mutex draft_mutex_;
 };
 
 }  // namespace

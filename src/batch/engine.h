@@ -33,6 +33,10 @@ class BatchEngine {
                                const GenerationResult& result,
                                const ReasoningController* controller,
                                nlohmann::ordered_json& out) const = 0;
+  // A speculative-decoding drafter for one worker when the model has a draft (--draft), else
+  // null. Drafters of different workers may be called from their threads at once (they
+  // serialise their use of the compute threads themselves).
+  virtual std::unique_ptr<BlockDrafter> new_drafter() { return nullptr; }
   // One line saying how --parallel sequences share the model (for the run summary).
   virtual std::string describe() const = 0;
 };

@@ -12,7 +12,8 @@ Gemma4Sequences::Gemma4Sequences(std::vector<std::unique_ptr<Gemma4Session>> ses
 void Gemma4Sequences::decode(std::span<DecodeItem> items) {
   // Items that cannot join the shared pass fail or run alone, so one bad request never takes
   // the others down: a token outside the vocabulary or past the context fails on its own;
-  // all-logits requests and chunks longer than a micro-batch run through Session::decode.
+  // all-logits requests (speculative verify steps) and chunks longer than a micro-batch run
+  // through Session::decode.
   std::vector<Gemma4Session*> batch_sessions;
   std::vector<std::span<const int32_t>> batch_tokens;
   std::vector<DecodeItem*> batch_items;
@@ -29,6 +30,7 @@ void Gemma4Sequences::decode(std::span<DecodeItem> items) {
              session.n_ctx());
       if (item.all_logits || n > session.kv_cache().max_batch()) {
         item.logits = session.decode(item.tokens, item.all_logits);
+        item.taps = session.taps();
       } else {
         batch_sessions.push_back(&session);
         batch_tokens.push_back(item.tokens);
@@ -41,7 +43,10 @@ void Gemma4Sequences::decode(std::span<DecodeItem> items) {
   if (batch_sessions.empty()) return;
   try {
     const auto logits = Gemma4Session::decode_batch(batch_sessions, batch_tokens);
-    for (size_t i = 0; i < batch_items.size(); ++i) batch_items[i]->logits = logits[i];
+    for (size_t i = 0; i < batch_items.size(); ++i) {
+      batch_items[i]->logits = logits[i];
+      batch_items[i]->taps = batch_sessions[i]->taps();
+    }
   } catch (...) {
     for (DecodeItem* item : batch_items) item->error = std::current_exception();
   }

@@ -20,6 +20,9 @@ class Gemma4Sequences : public MultiSequenceModel {
   void rollback(int slot, int64_t n_past) override { sessions_.at(slot)->rollback(n_past); }
   void decode(std::span<DecodeItem> items) override;
   bool shares_weight_reads() const override { return true; }
+  void set_tap_layers(int slot, std::vector<int32_t> layers) override {
+    sessions_.at(slot)->set_tap_layers(std::move(layers));
+  }
 
  private:
   std::vector<std::unique_ptr<Gemma4Session>> sessions_;

@@ -229,6 +229,14 @@ BatchSummary run_batch(BatchEngine& engine, const BatchOptions& options) {
                       {"total_ms", ms_between(t0, t1)},
                       {"tokens_per_second", result.stats.tokens_per_second}};
     out["seed"] = generator.sampler().seed();
+    const SpeculativeStats& draft = result.stats.draft;
+    if (generator.drafter() != nullptr) {
+      out["draft"] = {{"drafted", draft.n_drafted},
+                      {"accepted", draft.n_accepted},
+                      {"steps", draft.n_rounds},
+                      {"acceptance_rate", draft.acceptance_rate()},
+                      {"mean_accepted", draft.mean_accepted()}};
+    }
     const std::string line =
         out.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 
@@ -238,6 +246,7 @@ BatchSummary run_batch(BatchEngine& engine, const BatchOptions& options) {
       if (results.write(request.key, line)) {
         ++summary.completed;
         summary.generated_tokens += result.stats.n_tokens;
+        summary.draft += draft;
       }
     } catch (const WriteError& e) {
       record_write_failure(e);
@@ -247,6 +256,15 @@ BatchSummary run_batch(BatchEngine& engine, const BatchOptions& options) {
   auto worker = [&](int slot) {
     std::unique_ptr<LanguageModel> model = batcher.slot_model(slot);
     Generator generator(*model, engine.vocab(), options.sampling);
+    std::unique_ptr<BlockDrafter> drafter;
+    try {
+      drafter = engine.new_drafter();
+      if (drafter) generator.set_drafter(drafter.get(), options.speculative);
+    } catch (const std::exception& e) {
+      std::lock_guard lock(mutex);
+      if (stop_message.empty()) stop_message = e.what();
+      stop = true;
+    }
     while (!stop) {
       const size_t i = next.fetch_add(1);
       if (i >= pending.size()) break;

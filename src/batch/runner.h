@@ -8,7 +8,8 @@
 //    "finish_reason": "eog|stop|length|context_full|cancelled",
 //    "tokens": {"prompt": P, "completion": N, "reasoning": R},
 //    "timings": {"ttft_ms", "prompt_ms", "generation_ms", "total_ms", "tokens_per_second"},
-//    "seed": S}
+//    "seed": S,
+//    "draft": {"drafted", "accepted", "steps", "acceptance_rate", "mean_accepted"}  (--draft)}
 // Errors file line: {"line": L, "id": ... (when known), "error": "..."}.
 #pragma once
 #include <atomic>
@@ -17,6 +18,7 @@
 #include <string>
 
 #include "batch/engine.h"
+#include "generate/drafter.h"
 #include "generate/sampler.h"
 
 namespace boltrt::batch {
@@ -34,6 +36,7 @@ struct BatchOptions {
   // Defaults for requests: mode and budget (a request's "reasoning" / "reasoning_budget" win),
   // closing message and answer reserve. max_tokens is set per request.
   ReasoningConfig reasoning;
+  SpeculativeOptions speculative;             // draft lengths when the engine has a draft
   bool progress = false;                      // draw a progress bar on stderr
   const std::atomic<bool>* cancel = nullptr;  // set to stop (e.g. Ctrl-C): in-flight jobs dropped
   int64_t fail_after_bytes = -1;              // test hook: simulate a full disk
@@ -46,6 +49,7 @@ struct BatchSummary {
   int64_t failed = 0;        // valid lines that failed at run time (in the errors file)
   int64_t malformed = 0;     // lines rejected while reading (in the errors file)
   int64_t generated_tokens = 0;
+  SpeculativeStats draft;       // over the results written by this run (--draft)
   int64_t truncated_bytes = 0;  // partial last line cut off by --resume
   double seconds = 0;
   bool cancelled = false;

@@ -14,15 +14,17 @@ InterleavedSessions::InterleavedSessions(std::vector<std::unique_ptr<LanguageMod
 void InterleavedSessions::decode(std::span<DecodeItem> items) {
   for (DecodeItem& item : items) {
     try {
-      item.logits = sessions_.at(item.slot)->decode(item.tokens, item.all_logits);
+      LanguageModel& session = *sessions_.at(item.slot);
+      item.logits = session.decode(item.tokens, item.all_logits);
+      item.taps = session.taps();
     } catch (...) {
       item.error = std::current_exception();
     }
   }
 }
 
-// The per-slot view the Generator runs on. Logits are copied out of the batch so they stay
-// valid until this slot's next decode whatever the other slots do.
+// The per-slot view the Generator runs on. Logits (and taps) are copied out of the batch so
+// they stay valid until this slot's next decode whatever the other slots do.
 class SequenceBatcher::SlotModel : public LanguageModel {
  public:
   SlotModel(SequenceBatcher& batcher, int slot) : batcher_(batcher), slot_(slot) {}
@@ -30,16 +32,23 @@ class SequenceBatcher::SlotModel : public LanguageModel {
   int64_t n_ctx() const override { return batcher_.model_.n_ctx(); }
   int64_t n_past() const override { return batcher_.n_past(slot_); }
   std::span<const float> decode(std::span<const int32_t> tokens, bool all_logits) override {
-    const auto logits = batcher_.decode(slot_, tokens, all_logits);
-    logits_.assign(logits.begin(), logits.end());
+    const DecodeItem item = batcher_.decode(slot_, tokens, all_logits);
+    logits_.assign(item.logits.begin(), item.logits.end());
+    taps_.assign(item.taps.begin(), item.taps.end());
     return logits_;
   }
   void rollback(int64_t n_past) override { batcher_.rollback(slot_, n_past); }
+  void set_tap_layers(std::vector<int32_t> layers) override {
+    batcher_.set_tap_layers(slot_, std::move(layers));
+    taps_.clear();
+  }
+  std::span<const float> taps() const override { return taps_; }
 
  private:
   SequenceBatcher& batcher_;
   int slot_;
   std::vector<float> logits_;
+  std::vector<float> taps_;
 };
 
 std::unique_ptr<LanguageModel> SequenceBatcher::slot_model(int slot) {
@@ -82,6 +91,12 @@ void SequenceBatcher::rollback(int slot, int64_t n_past) {
   model_.rollback(slot, n_past);
 }
 
+void SequenceBatcher::set_tap_layers(int slot, std::vector<int32_t> layers) {
+  std::unique_lock lock(mutex_);
+  changed_.wait(lock, [&] { return !running_; });
+  model_.set_tap_layers(slot, std::move(layers));
+}
+
 void SequenceBatcher::maybe_run(std::unique_lock<std::mutex>& lock) {
   while (!running_ && !waiting_.empty() && static_cast<int>(waiting_.size()) >= participants_) {
     std::vector<Pending*> batch;
@@ -108,8 +123,7 @@ void SequenceBatcher::maybe_run(std::unique_lock<std::mutex>& lock) {
   }
 }
 
-std::span<const float> SequenceBatcher::decode(int slot, std::span<const int32_t> tokens,
-                                               bool all_logits) {
+DecodeItem SequenceBatcher::decode(int slot, std::span<const int32_t> tokens, bool all_logits) {
   Pending pending;
   pending.item.slot = slot;
   pending.item.tokens = tokens;
@@ -121,7 +135,7 @@ std::span<const float> SequenceBatcher::decode(int slot, std::span<const int32_t
   maybe_run(lock);
   changed_.wait(lock, [&] { return pending.done; });
   if (pending.item.error) std::rethrow_exception(pending.item.error);
-  return pending.item.logits;
+  return pending.item;
 }
 
 }  // namespace boltrt::batch

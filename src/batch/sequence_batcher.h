@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "runtime/language_model.h"
+#include "util/error.h"
 
 namespace boltrt::batch {
 
@@ -30,7 +31,10 @@ struct DecodeItem {
   std::span<const int32_t> tokens;  // appended at that sequence's n_past
   bool all_logits = false;          // logits of every token instead of only the last
   std::span<const float> logits;    // out: valid until this slot's next decode
-  std::exception_ptr error;         // out: set when this item failed (others may succeed)
+  // out: the slot's hidden-state taps for these tokens when capture is on (set_tap_layers),
+  // [tokens][layers][D], valid as long as `logits`
+  std::span<const float> taps;
+  std::exception_ptr error;  // out: set when this item failed (others may succeed)
 };
 
 // Several sequences (slots) of one model, each with its own KV cache.
@@ -46,6 +50,12 @@ class MultiSequenceModel {
   virtual void decode(std::span<DecodeItem> items) = 0;
   // True when decode() evaluates all items in one forward pass (weights read once per step).
   virtual bool shares_weight_reads() const = 0;
+  // Hidden-state capture of one slot (LanguageModel::set_tap_layers): its items then return
+  // taps. The default can capture nothing (boltrt::Error for a non-empty list).
+  virtual void set_tap_layers(int slot, std::vector<int32_t> layers) {
+    (void)slot;
+    if (!layers.empty()) fail("batch: this model cannot capture hidden states for a draft");
+  }
 };
 
 // N independent LanguageModel sessions decoded one after another: correct, but N sequences
@@ -60,6 +70,9 @@ class InterleavedSessions : public MultiSequenceModel {
   void rollback(int slot, int64_t n_past) override { sessions_.at(slot)->rollback(n_past); }
   void decode(std::span<DecodeItem> items) override;
   bool shares_weight_reads() const override { return false; }
+  void set_tap_layers(int slot, std::vector<int32_t> layers) override {
+    sessions_.at(slot)->set_tap_layers(std::move(layers));
+  }
 
  private:
   std::vector<std::unique_ptr<LanguageModel>> sessions_;
@@ -94,8 +107,9 @@ class SequenceBatcher {
     DecodeItem item;
     bool done = false;
   };
-  std::span<const float> decode(int slot, std::span<const int32_t> tokens, bool all_logits);
+  DecodeItem decode(int slot, std::span<const int32_t> tokens, bool all_logits);
   void rollback(int slot, int64_t n_past);
+  void set_tap_layers(int slot, std::vector<int32_t> layers);
   int64_t n_past(int slot);
   // Runs the batch when every participant is waiting; called with the lock held.
   void maybe_run(std::unique_lock<std::mutex>& lock);

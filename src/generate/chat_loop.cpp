@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "generate/reply_splitter.h"
+#include "generate/speculative.h"
 #include "util/error.h"
 
 namespace boltrt {
@@ -180,6 +181,7 @@ void ChatLoop::answer(const std::string& user_text) {
   history_.push_back({"assistant", trim(splitter.content())});
   total_prompt_ += result.stats.n_prompt_evaluated;
   total_generated_ += result.stats.n_tokens;
+  draft_totals_ += result.stats.draft;
   ++turns_;
   last_ = std::move(result);
 }
@@ -197,6 +199,10 @@ void ChatLoop::print_stats() {
       s.n_prompt_tokens, s.n_prompt_evaluated, s.prompt_tokens_per_second, s.n_tokens, s.ttft_ms,
       s.tokens_per_second, to_string(last_->finish_reason), turns_, total_prompt_, total_generated_,
       generator_.cached_tokens().size());
+  if (generator_.drafter() != nullptr) {
+    out_ << "last answer " << format_speculative_stats(s.draft, s.tokens_per_second) << "\n"
+         << "session " << format_speculative_stats(draft_totals_, -1) << "\n";
+  }
 }
 
 void ChatLoop::save(const std::string& path) const {

@@ -52,6 +52,8 @@ class ChatLoop {
   const std::vector<ChatMessage>& history() const { return history_; }
   const ChatOptions& options() const { return options_; }
   const std::optional<GenerationResult>& last_result() const { return last_; }
+  // Draft/verify counters summed over every answer (zero without a drafter).
+  const SpeculativeStats& draft_totals() const { return draft_totals_; }
 
  private:
   void answer(const std::string& user_text);
@@ -68,6 +70,7 @@ class ChatLoop {
   std::vector<ChatMessage> history_;  // user and assistant turns (no system message)
   std::optional<GenerationResult> last_;
   int64_t total_prompt_ = 0, total_generated_ = 0, turns_ = 0;
+  SpeculativeStats draft_totals_;
   std::atomic<bool> cancel_{false};
   std::atomic<bool> answering_{false};
   bool exit_ = false;

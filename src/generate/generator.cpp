@@ -56,12 +56,34 @@ Generator::Generator(LanguageModel& model, GenerationVocab vocab, const SamplerC
 void Generator::reset() {
   model_.reset();
   cached_.clear();
+  if (drafter_ != nullptr) drafter_->reset();
   sampler_.reset();
+}
+
+void Generator::set_drafter(BlockDrafter* drafter, const SpeculativeOptions& options) {
+  if (drafter == nullptr) {
+    model_.set_tap_layers({});
+    drafter_ = nullptr;
+    speculative_ = SpeculativeOptions();
+    return;
+  }
+  SpeculativeOptions o = options;
+  const int64_t limit = drafter->max_draft();
+  if (o.draft_max < 0 || o.draft_max > limit) o.draft_max = limit;
+  if (o.draft_max < 0) o.draft_max = 0;
+  o.draft_min = std::clamp<int64_t>(o.draft_min, 1, std::max<int64_t>(1, limit));
+  o.draft_min = std::min(o.draft_min, std::max<int64_t>(1, o.draft_max));
+  model_.set_tap_layers(drafter->tap_layers());
+  drafter_ = drafter;
+  speculative_ = o;
+  // The drafter's context must mirror cached_: the next prefill re-runs what it lacks.
+  drafter_->reset();
 }
 
 // Brings the cache to `prompt` and returns the logits of its last token: reuses the longest
 // prefix already cached (always re-running at least the last token, whose logits are needed),
-// rolls back the rest and decodes the remainder in batches. Returns an empty span when
+// rolls back the rest and decodes the remainder in batches; the drafter, when there is one, is
+// rolled back alike and given the taps of every decoded chunk. Returns an empty span when
 // cancelled.
 std::span<const float> Generator::prefill(std::span<const int32_t> prompt,
                                           const GenerationOptions& options,
@@ -72,12 +94,20 @@ std::span<const float> Generator::prefill(std::span<const int32_t> prompt,
       ++reuse;
     }
   }
+  if (drafter_ != nullptr) {
+    reuse = std::min(reuse, static_cast<size_t>(std::max<int64_t>(0, drafter_->context_end())));
+    if (!drafter_->rollback(static_cast<int64_t>(reuse))) {
+      reuse = 0;
+      drafter_->reset();
+    }
+  }
   try {
     model_.rollback(static_cast<int64_t>(reuse));
   } catch (const Error&) {
     // Some caches cannot go back far (a sliding-window ring keeps only its window): start over.
     reuse = 0;
     model_.rollback(0);
+    if (drafter_ != nullptr) drafter_->reset();
   }
   cached_.resize(reuse);
 
@@ -87,6 +117,7 @@ std::span<const float> Generator::prefill(std::span<const int32_t> prompt,
     if (cancelled(options)) return {};
     const auto chunk = prompt.subspan(start, std::min(batch, prompt.size() - start));
     logits = model_.decode(chunk);
+    if (drafter_ != nullptr) drafter_->add_context(chunk, model_.taps().data());
     cached_.insert(cached_.end(), chunk.begin(), chunk.end());
     stats.n_prompt_evaluated += static_cast<int64_t>(chunk.size());
   }
@@ -160,74 +191,149 @@ GenerationResult Generator::generate(std::span<const int32_t> prompt_in,
   std::optional<FinishReason> finish;
   if (logits.empty()) finish = FinishReason::kCancelled;
   if (!finish && options.max_tokens == 0) finish = FinishReason::kMaxTokens;
+
+  // One step: rows[j] (j < n_rows) is the model's prediction after verify_[j], which sits at
+  // position base + j; verify_[0] is the last committed token, verify_[1..] the drafted ones.
+  // The prefill is a step with one row.
+  SpeculativeStats& spec = stats.draft;
+  std::span<const float> rows = logits;
+  verify_.assign(1, prompt.back());
+  int64_t base = static_cast<int64_t>(prompt.size()) - 1;
+  int64_t n_rows = 1;
+  bool prefill_step = true;
+  int64_t n_draft = speculative_.adaptive ? speculative_.draft_min : speculative_.draft_max;
+  int32_t token = -1;
   while (!finish) {
-    if (cancelled(options)) {
-      finish = FinishReason::kCancelled;
-      break;
-    }
-    // Choose the next token.
-    std::span<const float> row = logits;
-    int32_t token = -1;
-    if (edit_logits) {
-      logits_copy_.assign(logits.begin(), logits.end());
-      apply_suppress_tokens(logits_copy_, vocab_.suppressed);
-      if (options.ignore_end_of_generation) {
-        apply_suppress_tokens(logits_copy_, vocab_.end_of_generation);
+    int64_t used = 0;  // rows walked = verify tokens that stay committed
+    for (int64_t j = 0; j < n_rows; ++j) {
+      if (cancelled(options)) {
+        finish = FinishReason::kCancelled;
+        break;
       }
-      if (controller != nullptr) token = controller->before_sample(logits_copy_);
-      row = logits_copy_;
-    }
-    const bool forced = token >= 0;
-    if (forced && token >= n_vocab)
-      fail("generate: the controller forced token {} outside the vocabulary", token);
-    if (!forced) token = sampler_.sample(row);
-    sampler_.accept(token);
-    if (controller != nullptr) controller->on_commit(token, forced);
+      // Choose the next token.
+      std::span<const float> row =
+          rows.subspan(static_cast<size_t>(j * n_vocab), static_cast<size_t>(n_vocab));
+      token = -1;
+      if (edit_logits) {
+        logits_copy_.assign(row.begin(), row.end());
+        apply_suppress_tokens(logits_copy_, vocab_.suppressed);
+        if (options.ignore_end_of_generation) {
+          apply_suppress_tokens(logits_copy_, vocab_.end_of_generation);
+        }
+        if (controller != nullptr) token = controller->before_sample(logits_copy_);
+        row = logits_copy_;
+      }
+      const bool forced = token >= 0;
+      if (forced && token >= n_vocab)
+        fail("generate: the controller forced token {} outside the vocabulary", token);
+      if (!forced) token = sampler_.sample(row);
+      sampler_.accept(token);
+      if (controller != nullptr) controller->on_commit(token, forced);
+      used = j + 1;
 
-    const auto now = Clock::now();
-    if (result.tokens.empty()) {
-      t_first = now;
-      stats.ttft_ms = ms_between(t_start, now);
-    }
-    t_last = now;
-    result.tokens.push_back(token);
+      const auto now = Clock::now();
+      if (result.tokens.empty()) {
+        t_first = now;
+        stats.ttft_ms = ms_between(t_start, now);
+      }
+      t_last = now;
+      result.tokens.push_back(token);
 
-    const bool end_of_generation = end_tokens.contains(token);
-    const std::string piece = end_of_generation ? std::string() : vocab_.piece(token);
-    bool keep_going = true;
-    if (options.on_token) {
-      keep_going =
-          options.on_token({token, forced, piece, static_cast<int64_t>(result.tokens.size()) - 1});
+      const bool end_of_generation = end_tokens.contains(token);
+      const std::string piece = end_of_generation ? std::string() : vocab_.piece(token);
+      bool keep_going = true;
+      if (options.on_token) {
+        keep_going = options.on_token(
+            {token, forced, piece, static_cast<int64_t>(result.tokens.size()) - 1});
+      }
+      if (end_of_generation) {
+        finish = FinishReason::kEndOfGeneration;
+        break;
+      }
+      emit(stream.push(piece));
+      const bool controller_busy = controller != nullptr && controller->must_continue();
+      if (stream.stopped()) {
+        finish = FinishReason::kStopString;
+      } else if (!keep_going) {
+        finish = FinishReason::kCancelled;
+      } else if (options.max_tokens >= 0 &&
+                 static_cast<int64_t>(result.tokens.size()) >= options.max_tokens &&
+                 !controller_busy) {
+        finish = FinishReason::kMaxTokens;
+      } else if (base + used + 1 > n_ctx) {  // `token` would sit at position base + used
+        finish = FinishReason::kContextFull;
+      } else if (cancelled(options)) {
+        finish = FinishReason::kCancelled;
+      }
+      if (finish) break;
+      // The next row was computed after the drafted token; it is usable only if that token is
+      // the one just committed.
+      if (j + 1 < n_rows && verify_[static_cast<size_t>(j + 1)] != token) break;
     }
-    if (end_of_generation) {
-      finish = FinishReason::kEndOfGeneration;
-      break;
+    const int64_t drafted = n_rows - 1;
+    if (drafted > 0) {
+      const int64_t accepted = std::max<int64_t>(0, used - 1);
+      ++spec.n_rounds;
+      spec.n_drafted += drafted;
+      spec.n_accepted += accepted;
+      if (speculative_.adaptive) {
+        if (accepted == drafted) {
+          n_draft = std::min(speculative_.draft_max, n_draft + 2);
+        } else if (2 * accepted < drafted) {
+          n_draft = std::max(speculative_.draft_min, n_draft - 1);
+        }
+      }
     }
-    emit(stream.push(piece));
-    if (stream.stopped()) {
-      finish = FinishReason::kStopString;
-      break;
+    // The model holds verify_[0 .. n_rows); verify_[0] and the accepted drafts stay (verify_[0]
+    // was committed before this step, even when nothing was walked).
+    const int64_t keep = base + std::max<int64_t>(used, 1);
+    if (model_.n_past() > keep) model_.rollback(keep);
+    cached_.resize(static_cast<size_t>(keep));
+    // The drafter mirrors the model: it gets the kept rows' taps (the prefill step's were given
+    // chunk by chunk).
+    if (drafter_ != nullptr && !prefill_step) {
+      drafter_->add_context(
+          std::span<const int32_t>(verify_.data(), static_cast<size_t>(keep - base)),
+          model_.taps().data());
     }
-    if (!keep_going) {
-      finish = FinishReason::kCancelled;
-      break;
-    }
-    const bool controller_busy = controller != nullptr && controller->must_continue();
-    if (options.max_tokens >= 0 &&
-        static_cast<int64_t>(result.tokens.size()) >= options.max_tokens && !controller_busy) {
-      finish = FinishReason::kMaxTokens;
-      break;
-    }
-    if (model_.n_past() + 1 > n_ctx) {
-      finish = FinishReason::kContextFull;
-      break;
-    }
+    prefill_step = false;
+    if (finish) break;
     if (cancelled(options)) {
       finish = FinishReason::kCancelled;
       break;
     }
-    logits = model_.decode(std::span<const int32_t>(&token, 1));
-    cached_.push_back(token);
+
+    // Next step: `token` sits at position keep and is not in the model yet; draft k tokens
+    // after it, as many as fit the context and the token limit.
+    int64_t k = 0;
+    if (drafter_ != nullptr) {
+      k = std::min(n_draft, n_ctx - keep - 1);
+      if (options.max_tokens >= 0 && !(controller != nullptr && controller->must_continue())) {
+        k = std::min(k, options.max_tokens - static_cast<int64_t>(result.tokens.size()) - 1);
+      }
+      k = std::max<int64_t>(0, k);
+    }
+    verify_.assign(static_cast<size_t>(k + 1), token);
+    if (k > 0) {
+      if (drafter_->context_end() != keep) {
+        fail("speculative: the drafter's context ends at {} but the model holds {}",
+             drafter_->context_end(), keep);
+      }
+      drafter_->propose(token, k, verify_.data() + 1);
+      for (int64_t i = 1; i <= k; ++i) {
+        const int32_t d = verify_[static_cast<size_t>(i)];
+        if (d < 0 || d >= n_vocab)
+          fail("speculative: the drafter proposed token {} outside the vocabulary", d);
+      }
+    }
+    base = keep;
+    n_rows = k + 1;
+    rows = model_.decode(verify_, /*all_logits=*/k > 0);
+    cached_.insert(cached_.end(), verify_.begin(), verify_.end());
+    if (rows.size() != static_cast<size_t>(n_rows * n_vocab)) {
+      fail("generator: the model returned {} logits for {} rows of {}", rows.size(), n_rows,
+           n_vocab);
+    }
   }
 
   emit(stream.finish());

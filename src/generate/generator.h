@@ -8,6 +8,16 @@
 // It knows nothing about tokenizers or chat templates: a GenerationVocab gives each token's
 // bytes and the end-of-generation ids. A TokenController (the reasoning controller of issue 9
 // and similar constraints) can edit the logits or force tokens at every step.
+//
+// Speculative decoding (issue 8, shared/docs/dflash.md A5-A7) is the same loop with a
+// BlockDrafter attached: each step decodes [last, d_1..d_K] (the drafter's proposal) in ONE
+// batch and walks the K+1 logit rows exactly as plain decoding walks its one row, stopping
+// after the first committed token that differs from the draft; the model is rolled back to the
+// committed tokens. Every committed token is chosen by the same sampler from the model's own
+// row, with one draw per committed token, so the output is the plain output: greedy exactly,
+// with temperature > 0 the same distribution (the same tokens for the same seed, up to the
+// last-bit differences between a batched and a one-token forward). Without a drafter K = 0
+// and a step is one plain decode.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -19,6 +29,7 @@
 #include <string_view>
 #include <vector>
 
+#include "generate/drafter.h"
 #include "generate/sampler.h"
 #include "runtime/language_model.h"
 
@@ -108,6 +119,7 @@ struct GenerationStats {
   double generation_ms = 0;        // first to last generated token
   double prompt_tokens_per_second = 0;
   double tokens_per_second = 0;  // (n_tokens - 1) / generation time; 0 with < 2 tokens
+  SpeculativeStats draft;        // draft/verify rounds (zero without a drafter)
 };
 
 struct GenerationResult {
@@ -136,8 +148,17 @@ class Generator {
 
   // The tokens whose keys/values the model holds, in order.
   const std::vector<int32_t>& cached_tokens() const { return cached_; }
-  // Empties the model's cache and reseeds the sampler.
+  // Empties the model's cache (and the drafter's context) and reseeds the sampler.
   void reset();
+
+  // Turns speculative decoding on (drafter non-null; it must outlive the generator or the next
+  // set_drafter) or off (null). Switches the model's hidden-state capture to the drafter's
+  // tap layers (boltrt::Error when the model cannot capture them). A rollback after a
+  // rejected draft goes back up to draft_max tokens: a sliding-window cache must allow that.
+  void set_drafter(BlockDrafter* drafter, const SpeculativeOptions& options = {});
+  BlockDrafter* drafter() const { return drafter_; }
+  // The options in force (draft_max resolved against the drafter's max_draft()).
+  const SpeculativeOptions& speculative_options() const { return speculative_; }
 
   Sampler& sampler() { return sampler_; }
   LanguageModel& model() { return model_; }
@@ -152,6 +173,9 @@ class Generator {
   Sampler sampler_;
   std::vector<int32_t> cached_;
   std::vector<float> logits_copy_;
+  BlockDrafter* drafter_ = nullptr;
+  SpeculativeOptions speculative_;
+  std::vector<int32_t> verify_;  // the tokens of one step: [last, d_1..d_K]
 };
 
 }  // namespace boltrt

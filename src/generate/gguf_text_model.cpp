@@ -8,7 +8,9 @@
 
 #include "backend/device.h"
 #include "generate/sampling_defaults.h"
+#include "generate/speculative.h"
 #include "gguf/gguf.h"
+#include "model/dflash.h"
 #include "model/gemma4.h"
 #include "runtime/session.h"
 #include "runtime/thread_pool.h"
@@ -19,8 +21,8 @@
 namespace boltrt {
 namespace {
 
-// A Gemma4Session that can always be emptied: a sliding-window ring that has wrapped refuses
-// to roll back to 0 (it no longer holds position 0), so a reset starts a fresh session.
+// A Gemma4Session that can always be emptied: a reset starts a fresh session (which keeps the
+// hidden-state taps a draft asked for).
 class ResettableSession : public LanguageModel {
  public:
   ResettableSession(const Gemma4Model& weights, const SessionOptions& options, ThreadPool* pool)
@@ -35,12 +37,18 @@ class ResettableSession : public LanguageModel {
   }
   void rollback(int64_t n_past) override {
     if (n_past == 0 && session_->n_past() > 0) {
+      std::vector<int32_t> taps = session_->tap_layers();
       session_.reset();
       session_ = std::make_unique<Gemma4Session>(weights_, options_, pool_);
+      session_->set_tap_layers(std::move(taps));
       return;
     }
     session_->rollback(n_past);
   }
+  void set_tap_layers(std::vector<int32_t> layers) override {
+    session_->set_tap_layers(std::move(layers));
+  }
+  std::span<const float> taps() const override { return session_->taps(); }
 
  private:
   const Gemma4Model& weights_;
@@ -110,6 +118,13 @@ class GgufTextModel : public TextModel {
 
   SamplerConfig sampling_defaults(const SamplerConfig& defaults) const override {
     return sampling_defaults_from_gguf(weights_->file(), defaults);
+  }
+
+  // The draft borrows these weights (embedding, output head) and runs on the same pool: no
+  // second mapping of the target.
+  std::unique_ptr<BlockDrafter> load_drafter(const std::string& path) const override {
+    std::shared_ptr<const DFlashDraft> draft = DFlashDraft::load(path, *weights_);
+    return std::make_unique<DFlashDrafter>(std::move(draft), pool_.get());
   }
 
  private:

@@ -5,6 +5,7 @@
 // reply splitting are tested without a real model.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -13,6 +14,7 @@
 
 #include "generate/generator.h"
 #include "runtime/language_model.h"
+#include "util/error.h"
 
 namespace boltrt {
 
@@ -51,6 +53,13 @@ class TextModel {
   // Sampler defaults stored in the file (general.sampling.*); fields without a key keep the
   // values in `defaults`.
   virtual SamplerConfig sampling_defaults(const SamplerConfig& defaults) const = 0;
+
+  // A speculative-decoding draft for model() (`--draft FILE`), sharing this model's weights
+  // and threads: attach it with Generator::set_drafter. Throws boltrt::Error when the file is
+  // not a draft that fits this model, or when this model cannot run drafts.
+  virtual std::unique_ptr<BlockDrafter> load_drafter(const std::string& path) const {
+    fail("{}: this model cannot run speculative-decoding drafts", path);
+  }
 };
 
 }  // namespace boltrt

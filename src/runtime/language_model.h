@@ -5,6 +5,9 @@
 #pragma once
 #include <cstdint>
 #include <span>
+#include <vector>
+
+#include "util/error.h"
 
 namespace boltrt {
 
@@ -27,6 +30,16 @@ class LanguageModel {
   virtual void rollback(int64_t n_past) = 0;
 
   void reset() { rollback(0); }
+
+  // Hidden-state capture for speculative drafting (DFlash KV injection, shared/docs/dflash.md
+  // A4): with a non-empty list of layer ids every decode() also fills taps() with
+  // [n_tokens][layers.size()][D] for every token of that call. A model that cannot capture
+  // throws boltrt::Error for a non-empty list; an empty list turns capture off.
+  virtual void set_tap_layers(std::vector<int32_t> layers) {
+    if (!layers.empty()) fail("this model cannot capture hidden states for a draft");
+  }
+  // The taps of the last decode() call (empty when capture is off).
+  virtual std::span<const float> taps() const { return {}; }
 };
 
 }  // namespace boltrt

@@ -104,10 +104,24 @@ std::vector<std::span<const float>> Gemma4Session::decode_batch(
   }
   Gemma4Session& lead = *sessions[0];
   std::vector<float> logits(sessions.size() * static_cast<size_t>(V));
-  model.forward(all.data(), sequences, lead.workspace_, lead.pool_, logits.data(), false);
+  // Hidden-state capture (all sessions with the same tap layers, e.g. sequences of one draft):
+  // [all tokens][taps][D] in batch order, split into each session's taps() below.
+  const std::vector<int32_t>& tap_layers = lead.tap_layers_;
+  for (Gemma4Session* s : sessions) {
+    if (s->tap_layers_ != tap_layers) fail("decode_batch: sessions capture different taps");
+  }
+  const int64_t tap_row = static_cast<int64_t>(tap_layers.size()) * model.config().n_embd;
+  std::vector<float> taps(all.size() * static_cast<size_t>(tap_row));
+  const Gemma4Taps capture{tap_layers, taps.data()};
+  model.forward(all.data(), sequences, lead.workspace_, lead.pool_, logits.data(), false,
+                tap_layers.empty() ? nullptr : &capture);
   std::vector<std::span<const float>> out;
+  size_t first_token = 0;
   for (size_t i = 0; i < sessions.size(); ++i) {
     Gemma4Session& s = *sessions[i];
+    const auto tap_begin = taps.begin() + static_cast<std::ptrdiff_t>(first_token * tap_row);
+    s.taps_.assign(tap_begin, tap_begin + static_cast<std::ptrdiff_t>(tokens[i].size() * tap_row));
+    first_token += tokens[i].size();
     s.kv_.set_n_past(s.n_past() + static_cast<int64_t>(tokens[i].size()));
     const auto row = logits.begin() + static_cast<std::ptrdiff_t>(i * static_cast<size_t>(V));
     s.logits_.assign(row, row + V);

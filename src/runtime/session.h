@@ -52,10 +52,10 @@ class Gemma4Session : public LanguageModel {
   // of layer ids (Gemma4Taps: id k = the input of layer k), every decode() also fills taps()
   // with [n_tokens][layers.size()][D] for every token of that call (prompt chunks included).
   // An empty list turns it off (no cost).
-  void set_tap_layers(std::vector<int32_t> layers);
+  void set_tap_layers(std::vector<int32_t> layers) override;
   const std::vector<int32_t>& tap_layers() const { return tap_layers_; }
   // The taps of the last decode() call (empty when capture is off).
-  std::span<const float> taps() const { return {taps_.data(), taps_.size()}; }
+  std::span<const float> taps() const override { return {taps_.data(), taps_.size()}; }
 
  private:
   const Gemma4Model& model_;

@@ -1,6 +1,7 @@
 // `boltrt batch`: run a JSON Lines file of requests, one result line each, resumable.
 //   boltrt batch -m MODEL.gguf --input requests.jsonl --output results.jsonl [--parallel N]
 //                [--resume] [--errors FILE] [--shard I/N] [sampling and reasoning defaults]
+//                [--draft FILE [--draft-max N] [--draft-min N]]
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include "batch/runner.h"
 #include "command.h"
 #include "device_options.h"
+#include "draft_options.h"
 #include "reasoning_options.h"
 #include "util/error.h"
 
@@ -35,9 +37,10 @@ struct BatchArgs {
   int threads = 0;
   int64_t context = 4096;
   std::string kv_type = "f16";
-  std::string device = "auto";
+  std::string device = "cpu";
   ReasoningOptions reasoning;
   std::string progress = "auto";
+  DraftOptions draft;
   bool fake_model = false;
   int fake_delay_us = 0;
 };
@@ -67,7 +70,9 @@ void run(BatchArgs& args) {
   args.options.cancel = &g_interrupted;
 
   std::shared_ptr<ModelBackend> backend;
+  if (args.draft.enabled()) args.options.speculative = args.draft.speculative();
   if (args.fake_model) {
+    if (args.draft.enabled()) fail("--draft needs a real model, not --fake-model");
     backend = make_fake_backend(args.context, args.fake_delay_us);
   } else {
     if (args.model.empty()) fail("batch: give a model with -m FILE");
@@ -76,6 +81,7 @@ void run(BatchArgs& args) {
     options.context = args.context;
     options.kv_type = args.kv_type;
     options.device = args.device;
+    options.draft = args.draft.path;
     backend = open_model_backend(args.model, options);
   }
   const auto engine = batch::make_backend_engine(backend, args.options.parallel);
@@ -90,6 +96,8 @@ void run(BatchArgs& args) {
              "{} tokens in {:.1f} s ({:.1f} tok/s); {}\n",
              s.requests, s.completed, s.already_done, s.failed, s.malformed, s.generated_tokens,
              s.seconds, s.seconds > 0 ? s.generated_tokens / s.seconds : 0.0, engine->describe());
+  if (args.draft.enabled())
+    fmt::print(stderr, "batch: {}\n", format_speculative_stats(s.draft, -1));
   if (s.truncated_bytes > 0)
     fmt::print(stderr, "batch: cut a partial last line of {} bytes from {}\n", s.truncated_bytes,
                args.options.output);
@@ -127,6 +135,7 @@ void setup(CLI::App& sub) {
   sub.add_option("--min-p", o.sampling.min_p, "default min_p");
   sub.add_option("--seed", o.sampling.seed, "default seed (requests may set their own)");
   add_reasoning_options(sub, args->reasoning, /*with_display=*/false);
+  add_draft_options(sub, args->draft);
   sub.add_option("--progress", args->progress, "progress bar on stderr: on, off, auto (a terminal)")
       ->check(CLI::IsMember({"on", "off", "auto"}));
   // Hidden test hooks: a scripted model, a delay per decode, a simulated full disk.

@@ -2,6 +2,7 @@
 //
 //   boltrt chat -m FILE [--system TEXT] [--think on|off] [reasoning flags] [-n N] [sampling
 //               flags] [--stop S]... [-t N] [-c CTX] [--kv-type f16|f32|q8_0]
+//               [--draft FILE [--draft-max N] [--draft-min N]]
 //
 // On a terminal input is read with libedit (line editing, history); from a pipe every line is
 // one user turn. Commands: /help /exit /reset /system /think /stats /save /load. Ctrl-C stops
@@ -18,6 +19,7 @@
 
 #include "command.h"
 #include "device_options.h"
+#include "draft_options.h"
 #include "generate/chat_loop.h"
 #include "generate/generator.h"
 #include "generate/reasoning.h"
@@ -37,6 +39,7 @@ struct ChatFlags {
   int64_t n_predict = -1;
   std::vector<std::string> stop;
   bool ignore_eos = false;
+  DraftOptions draft;
 };
 
 std::optional<std::string> read_piped_line(const char*) {
@@ -74,6 +77,8 @@ void run(ChatFlags& flags, CLI::App& app) {
                flags.model.path);
   }
   Generator generator(text->model(), text->vocab(), sampling);
+  // --draft: every answer is drafted and verified; the draft shares the model's weights.
+  const std::unique_ptr<BlockDrafter> drafter = flags.draft.attach(*text, generator);
 
   const bool terminal = stdin_is_terminal();
   ChatOptions options;
@@ -103,6 +108,7 @@ void run(ChatFlags& flags, CLI::App& app) {
   } else {
     loop.run(read_piped_line, "");
   }
+  if (drafter) fmt::print(stderr, "{}\n", format_speculative_stats(loop.draft_totals(), -1));
 }
 
 void setup(CLI::App& app) {
@@ -120,6 +126,7 @@ void setup(CLI::App& app) {
       ->allow_extra_args(false);
   app.add_flag("--ignore-eos", flags->ignore_eos,
                "never end an answer at end-of-generation tokens");
+  add_draft_options(app, flags->draft);
   app.callback([flags, &app] { run(*flags, app); });
 }
 

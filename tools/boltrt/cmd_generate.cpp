@@ -84,14 +84,11 @@ void run(GenerateFlags& flags, CLI::App& app) {
     prompt = text->tokenize(prompt_text, true);
   }
 
-  std::optional<Generator> generator;
-  std::unique_ptr<DFlashGeneration> drafted;
-  if (flags.draft.enabled()) {
-    if (flags.model.device == "cuda") fail("--draft does not run with --device cuda yet");
-    drafted = flags.draft.make_generation(flags.model, text->vocab(), sampling);
-  } else {
-    generator.emplace(text->model(), text->vocab(), sampling);
-  }
+  if (flags.draft.enabled() && flags.model.device == "cuda")
+    fail("--draft does not run with --device cuda yet");
+  Generator generator(text->model(), text->vocab(), sampling);
+  // --draft: the draft shares the loaded target's weights and threads (one mapping).
+  const std::unique_ptr<BlockDrafter> drafter = flags.draft.attach(*text, generator);
   ReplySplitter splitter(markers, ReplySplitter::prompt_opens_reasoning(prompt, markers));
   std::atomic<bool> cancel{false};
   install_interrupt_handler(&cancel, nullptr, false);
@@ -121,12 +118,11 @@ void run(GenerateFlags& flags, CLI::App& app) {
     }
     return true;
   };
-  std::optional<SpeculativeResult> speculative;
-  if (drafted) speculative = drafted->generate(prompt, options);
-  const GenerationResult result =
-      drafted ? speculative->generation : generator->generate(prompt, options);
-  if (speculative && !flags.json)
-    fmt::print(stderr, "{}\n", format_speculative_stats(*speculative));
+  const GenerationResult result = generator.generate(prompt, options);
+  if (drafter && !flags.json) {
+    fmt::print(stderr, "{}\n",
+               format_speculative_stats(result.stats.draft, result.stats.tokens_per_second));
+  }
   const auto rest = splitter.finish();
   if (printer) {
     printer->write(rest);
@@ -152,12 +148,14 @@ void run(GenerateFlags& flags, CLI::App& app) {
     out["prompt_tokens_per_second"] = s.prompt_tokens_per_second;
     out["finish_reason"] = to_string(result.finish_reason);
     if (!result.stop_string.empty()) out["stop_string"] = result.stop_string;
-    out["seed"] = drafted ? drafted->sampler().seed() : generator->sampler().seed();
-    if (speculative) {
-      const SpeculativeStats& d = speculative->speculative;
+    out["seed"] = generator.sampler().seed();
+    if (drafter) {
+      const SpeculativeStats& d = result.stats.draft;
       out["draft"] = {{"drafted", d.n_drafted},
                       {"accepted", d.n_accepted},
                       {"rounds", d.n_rounds},
+                      {"acceptance_rate", d.acceptance_rate()},
+                      {"mean_accepted", d.mean_accepted()},
                       {"mean_acceptance_length", d.mean_acceptance_length()}};
     }
     out["tokens"] = result.tokens;

@@ -1,10 +1,5 @@
 #include "draft_options.h"
 
-#include <limits>
-#include <optional>
-
-#include "command.h"
-#include "runtime/kv_cache.h"
 #include "util/error.h"
 
 namespace boltrt::cli {
@@ -22,16 +17,13 @@ SpeculativeOptions DraftOptions::speculative() const {
   return o;
 }
 
-std::unique_ptr<DFlashGeneration> DraftOptions::make_generation(
-    const ModelFlags& model, GenerationVocab vocab, const SamplerConfig& sampling) const {
-  SessionOptions session;
-  session.n_ctx = model.n_ctx > 0 ? model.n_ctx : std::numeric_limits<int64_t>::max();
-  const std::optional<KvType> kv = kv_type_from_name(model.kv_type);
-  if (!kv) fail("--kv-type {}: expected f16, f32 or q8_0", model.kv_type);
-  session.kv_type = *kv;
-  return std::make_unique<DFlashGeneration>(path, model.path, session,
-                                            model.threads > 0 ? model.threads : default_threads(),
-                                            std::move(vocab), sampling, speculative());
+std::unique_ptr<BlockDrafter> DraftOptions::attach(const TextModel& text,
+                                                   Generator& generator) const {
+  if (!enabled()) return nullptr;
+  const SpeculativeOptions options = speculative();
+  std::unique_ptr<BlockDrafter> drafter = text.load_drafter(path);
+  generator.set_drafter(drafter.get(), options);
+  return drafter;
 }
 
 void add_draft_options(CLI::App& app, DraftOptions& options) {

@@ -5,8 +5,9 @@
 //   --draft-min N    lower bound of the adaptive draft length (default 1); equal to
 //                    --draft-max: a fixed length every round
 //
-// A command adds them with add_draft_options(); when enabled() it generates through
-// make_generation() instead of a plain Generator and prints stats_line() with its statistics.
+// A command adds them with add_draft_options(); when enabled() it attaches the draft to its
+// Generator with attach() (the draft shares the loaded model's weights and threads) and prints
+// format_speculative_stats() on stderr after the run.
 #pragma once
 #include <CLI/CLI.hpp>
 #include <cstdint>
@@ -14,7 +15,7 @@
 #include <string>
 
 #include "generate/speculative.h"
-#include "text_cli.h"
+#include "generate/text_model.h"
 
 namespace boltrt::cli {
 
@@ -26,10 +27,10 @@ struct DraftOptions {
   bool enabled() const { return !path.empty(); }
   // Throws boltrt::Error naming the flag for bad values.
   SpeculativeOptions speculative() const;
-  // The draft and the loop over it and the model of `model` (loaded for the loop in a session
-  // of its own, with the same context, cache type and threads).
-  std::unique_ptr<DFlashGeneration> make_generation(const ModelFlags& model, GenerationVocab vocab,
-                                                    const SamplerConfig& sampling) const;
+  // Loads the draft for `text`'s model and attaches it to `generator` (which must run on
+  // text.model()). Returns the drafter, to be kept alive as long as the generator uses it; null
+  // when --draft was not given.
+  std::unique_ptr<BlockDrafter> attach(const TextModel& text, Generator& generator) const;
 };
 
 void add_draft_options(CLI::App& app, DraftOptions& options);

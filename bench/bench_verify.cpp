@@ -1,0 +1,134 @@
+// Cost of a speculative verify step on the CPU (issue 8): one target forward over b tokens with
+// the logits of every token (what Generator does with a draft of b-1 tokens) against one plain
+// decode step (b = 1, last-token logits). Decode is bound by reading the weights, so a verify
+// batch of draft_max + 1 tokens should cost little more than one token; the ratio bounds the
+// speed-up a draft can give (tokens per step / cost per step).
+//
+//   bench_verify [--synth e4b|tiny|...] [--layers N] [--type q4_k_m|f32|...] [-t THREADS]
+//                [--ctx N] [--max-batch B] [-r REPS] [--model FILE]
+//
+// For each b = 1..B prints ms per step (median of REPS steps, each at position --ctx after a
+// prefill, rolled back after the step) and the ratio to b = 1.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/gemma4.h"
+#include "model/gemma4_synth.h"
+#include "runtime/session.h"
+#include "runtime/thread_pool.h"
+#include "util/error.h"
+
+namespace {
+
+using namespace boltrt;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string preset = "e4b", type = "q4_k_m", model_path;
+  int64_t layers = 0, ctx = 256, max_batch = 8;
+  int threads = 1, reps = 7;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        fmt::print(stderr, "bench_verify: {} needs a value\n", a);
+        std::exit(1);
+      }
+      return argv[++i];
+    };
+    if (a == "--synth")
+      preset = next();
+    else if (a == "--layers")
+      layers = std::stoll(next());
+    else if (a == "--type")
+      type = next();
+    else if (a == "--model")
+      model_path = next();
+    else if (a == "-t")
+      threads = std::stoi(next());
+    else if (a == "--ctx")
+      ctx = std::stoll(next());
+    else if (a == "--max-batch")
+      max_batch = std::stoll(next());
+    else if (a == "-r")
+      reps = std::stoi(next());
+    else {
+      fmt::print(stderr, "bench_verify: unknown argument {}\n", a);
+      return 1;
+    }
+  }
+  try {
+    std::string dir;
+    if (model_path.empty()) {
+      dir = (std::filesystem::temp_directory_path() / "boltrt_bench_verify").string();
+      std::filesystem::create_directories(dir);
+      model_path = dir + "/target.gguf";
+      model::Gemma4SynthOptions so;
+      so.type = type;
+      so.threads = threads;
+      model::write_gemma4_synth(model::gemma4_preset(preset, layers), so, model_path);
+    }
+    auto target = Gemma4Model::load(model_path);
+    const Gemma4Config& config = target->config();
+    ThreadPool pool(threads);
+    SessionOptions sopt;
+    sopt.n_ctx = ctx + max_batch + 1;
+    sopt.n_batch = 64;
+    Gemma4Session session(*target, sopt, &pool);
+    std::vector<int32_t> prompt(static_cast<size_t>(ctx));
+    for (int64_t i = 0; i < ctx; ++i)
+      prompt[static_cast<size_t>(i)] = static_cast<int32_t>((i * 7919 + 13) % config.n_vocab);
+    session.decode(prompt);
+
+    fmt::print("{} {} ({} layers, D {}, vocab {}), {} threads, verify at position {}\n",
+               model_path.substr(model_path.find_last_of('/') + 1), type, config.n_layer,
+               config.n_embd, config.n_vocab, threads, ctx);
+    fmt::print("| tokens per step | all logits | ms per step | x one-token step |\n");
+    fmt::print("|---:|:---:|---:|---:|\n");
+    auto time_step = [&](const std::vector<int32_t>& step, bool all_logits) {
+      session.decode(step, all_logits);  // warm-up
+      session.rollback(ctx);
+      std::vector<double> ms;
+      for (int r = 0; r < reps; ++r) {
+        const auto t0 = std::chrono::steady_clock::now();
+        session.decode(step, all_logits);
+        ms.push_back(
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                .count());
+        session.rollback(ctx);
+      }
+      return median(ms);
+    };
+    double one = 0;
+    for (int64_t b = 1; b <= max_batch; ++b) {
+      std::vector<int32_t> step(static_cast<size_t>(b));
+      for (int64_t i = 0; i < b; ++i) step[static_cast<size_t>(i)] = static_cast<int32_t>(5 + i);
+      // b = 1 is the plain decode step; b > 1 a verify step (every row's logits), and the same
+      // batch with the last row's logits only (the share of the output head).
+      for (const bool all_logits : {true, false}) {
+        if (b == 1 && all_logits) continue;
+        const double m = time_step(step, all_logits);
+        if (b == 1) one = m;
+        fmt::print("| {} | {} | {:.2f} | {:.2f} |\n", b, all_logits ? "yes" : "no", m, m / one);
+      }
+    }
+    if (!dir.empty()) std::filesystem::remove_all(dir);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "bench_verify: error: {}\n", e.what());
+    return 1;
+  }
+  return 0;
+}
