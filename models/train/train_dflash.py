@@ -16,7 +16,17 @@ context strictly before their anchor, CE weighted exp(-(k-1)/gamma) over block s
   train_dflash.py eval   WORK --model tiny-f32.gguf         (greedy acceptance, in PyTorch)
 
 WORK holds prepare_data.py's output (austen_train.txt, chat_train.jsonl, chat_heldout.jsonl).
-Single-threaded and deterministic given the seed; run it under `nice`.
+Single-threaded; run it under `nice`. The shipped models/tiny/tiny-dflash.gguf was made by
+(R, D1, D2: three copies of prepare_data.py's output; T = models/tiny/tiny-)
+  gen-real R --model T f32.gguf;  taps R --model T f32.gguf
+  train R --model T f32.gguf --minutes 8 --steps 300                       (warm-up, 79 steps)
+  gen D1 --boltrt B --model T q8_0.gguf --n-austen 300 --n-chat 200;  taps D1 --model T f32.gguf
+  gen D2 ... --n-austen 420 --n-chat 280 --seed 5678;  taps D2 --model T f32.gguf --bf16
+  train D1 --extra D2 --model T f32.gguf --minutes 22 --batch 8 --anchors 16 --lr 2e-3
+        --init R/draft_ckpt.pt                                             (1,500 steps)
+  export D1 models/tiny/tiny-dflash.gguf --model T f32.gguf
+(T f32.gguf meaning models/tiny/tiny-f32.gguf.) Training is not bit-reproducible across machines
+(thread timing decides the warm-up's step count).
 """
 import argparse
 import json
