@@ -24,10 +24,12 @@ namespace {
 
 // Ids 0..kBytes-1 are the words below; kBytes + b is the byte b.
 constexpr int32_t kEos = 0, kOpen = 1, kClose = 2, kThought = 3, kNl = 4, kWord = 5, kThe = 6,
-                  kIng = 7, kThinkOpen = 8, kEndA = 9, kEndB = 10, kBytes = 16;
-const std::vector<std::string> kWords = {"",        "<|channel>", "<channel|>", "thought",
-                                         "\n",      " word",      " the",       "ing",
-                                         "<think>", "</",         "think>"};
+                  kIng = 7, kThinkOpen = 8, kEndA = 9, kEndB = 10, kCallOpen = 11, kCallClose = 12,
+                  kToolA = 13, kToolB = 14, kToolC = 15, kBytes = 16;
+const std::vector<std::string> kWords = {
+    "",       "<|channel>", "<channel|>", "thought", "\n",           " word",        " the",
+    "ing",    "<think>",    "</",         "think>",  "<|tool_call>", "<tool_call|>", "<tool",
+    "_call>", "</tool"};
 
 int32_t byte(unsigned char b) {
   return kBytes + b;
@@ -74,6 +76,14 @@ ReasoningVocab gemma_like_vocab() {
   return v;
 }
 
+// ... with Gemma 4's tool-call markers, one token each.
+ReasoningVocab gemma_like_vocab_with_tools() {
+  ReasoningVocab v = gemma_like_vocab();
+  v.tool_call_open = {kCallOpen};
+  v.tool_call_close = {kCallClose};
+  return v;
+}
+
 // A Qwen-like vocabulary whose end marker "</think>" takes two tokens.
 ReasoningVocab two_token_end_vocab() {
   ReasoningVocab v;
@@ -82,6 +92,14 @@ ReasoningVocab two_token_end_vocab() {
   v.end_of_generation = {kEos};
   v.piece = piece_of;
   v.encode = encode;
+  return v;
+}
+
+// ... whose tool-call markers take two tokens too: "<tool" "_call>" ... "</tool" "_call>".
+ReasoningVocab two_token_vocab_with_tools() {
+  ReasoningVocab v = two_token_end_vocab();
+  v.tool_call_open = {kToolA, kToolB};
+  v.tool_call_close = {kToolC, kToolB};
   return v;
 }
 
@@ -104,9 +122,10 @@ struct Outcome {
 };
 
 Outcome run(const Script& script, const std::vector<int32_t>& prompt, ReasoningConfig config,
-            int64_t max_tokens = -1, ReasoningVocab vocab = gemma_like_vocab()) {
+            int64_t max_tokens = -1, ReasoningVocab vocab = gemma_like_vocab(),
+            int64_t n_ctx = 4096) {
   const std::vector<int32_t> end = vocab.end;
-  ScriptedModel model(kBytes + 256, 4096);
+  ScriptedModel model(kBytes + 256, n_ctx);
   const size_t prompt_size = prompt.size();
   model.next = [&, prompt_size](const std::vector<int32_t>& context) -> int32_t {
     // Position of the first token after the first complete end marker in the generated part.
@@ -368,6 +387,215 @@ TEST(Reasoning, BudgetIsSharedByLaterBlocks) {
   EXPECT_EQ(r.controller->thinking_tokens(), 4);
 }
 
+TEST(Reasoning, BlockBudgetGivesEveryBlockItsOwnBudget) {
+  // Two blocks of three words; each block may think two tokens. The model's answer text (x, the
+  // second block, y) is counted from the first end marker, so forced tokens take its places.
+  const auto thought = concat({kOpenLabel, repeat(kWord, 3), {kClose}});
+  const auto answer = concat({{byte('x')}, kOpenLabel, repeat(kWord, 3), {kClose}, {byte('y')}});
+  ReasoningConfig c = with_budget(-1);
+  c.block_budget = 2;
+  c.word_grace = 0;
+  const Outcome r = run({thought, answer}, kPromptOn, c);
+  EXPECT_EQ(r.result.tokens, concat({kOpenLabel,
+                                     repeat(kWord, 2),
+                                     kMessage,
+                                     {kClose},
+                                     {byte('x')},
+                                     kOpenLabel,
+                                     repeat(kWord, 2),
+                                     kMessage,
+                                     {kClose},
+                                     {kEos}}));
+  EXPECT_EQ(r.controller->thinking_tokens(), 4);
+  EXPECT_EQ(r.controller->reasoning_tokens(), 4 + 2 * static_cast<int64_t>(kMessage.size()));
+  // The reply budget still caps the sum: 3 in all leaves the second block one token.
+  c.budget = 3;
+  const Outcome capped = run({thought, answer}, kPromptOn, c);
+  EXPECT_EQ(capped.result.tokens, concat({kOpenLabel,
+                                          repeat(kWord, 2),
+                                          kMessage,
+                                          {kClose},
+                                          {byte('x')},
+                                          kOpenLabel,
+                                          {kWord},
+                                          kMessage,
+                                          {kClose},
+                                          {kEos}}));
+  EXPECT_EQ(capped.controller->thinking_tokens(), 3);
+  // A block budget above what the model thinks changes nothing.
+  c.budget = -1;
+  c.block_budget = 3;
+  EXPECT_EQ(run({thought, answer}, kPromptOn, c).result.tokens, concat({thought, answer, {kEos}}));
+  // Block budget 0: no thinking, and the template is rendered with thinking off.
+  c.block_budget = 0;
+  EXPECT_FALSE(c.enable_thinking(true));
+  const Outcome none = run({thought, answer}, kPromptOn, c);
+  // Both blocks are closed at once; the model's own later "word word <channel|>" then lands in
+  // the answer as text.
+  EXPECT_EQ(none.result.tokens, concat({kOpenLabel,
+                                        {kClose},
+                                        {byte('x')},
+                                        kOpenLabel,
+                                        {kClose},
+                                        repeat(kWord, 2),
+                                        {kClose, byte('y'), kEos}}));
+  EXPECT_EQ(none.controller->thinking_tokens(), 0);
+}
+
+TEST(Reasoning, BudgetNeverCutsInsideAToolCall) {
+  // The budget (3) is spent by the tool-call opener: the model finishes its call (five argument
+  // tokens and the closer), then the closing is forced at once (the closer ends a "word").
+  const std::vector<int32_t> call = concat({{kCallOpen}, repeat(kIng, 5), {kCallClose}});
+  const auto thought = concat({kOpenLabel, repeat(kWord, 2), call, repeat(kWord, 4), {kClose}});
+  const Outcome r =
+      run({thought, kAnswer}, kPromptOn, with_budget(3), -1, gemma_like_vocab_with_tools());
+  EXPECT_EQ(r.result.tokens,
+            concat({kOpenLabel, repeat(kWord, 2), call, kMessage, {kClose}, kAnswer, {kEos}}));
+  EXPECT_EQ(r.controller->thinking_tokens(), 2 + static_cast<int64_t>(call.size()));
+  EXPECT_EQ(count_forced(r), kMessage.size() + 1);
+  // Without tool-call markers in the vocabulary the same budget cuts right after the opener.
+  const Outcome unguarded = run({thought, kAnswer}, kPromptOn, with_budget(3));
+  EXPECT_EQ(
+      unguarded.result.tokens,
+      concat({kOpenLabel, repeat(kWord, 2), {kCallOpen}, kMessage, {kClose}, kAnswer, {kEos}}));
+  // The budget spent inside the call (2 arguments in): the same result.
+  const Outcome inside =
+      run({thought, kAnswer}, kPromptOn, with_budget(5), -1, gemma_like_vocab_with_tools());
+  EXPECT_EQ(inside.result.tokens, r.result.tokens);
+}
+
+TEST(Reasoning, ToolCallThatNeverClosesIsClosedAfterItsGrace) {
+  // A call that runs on: after `tool_call_grace` tokens past the budget its closer is forced,
+  // then the message and the end marker.
+  const auto thought = concat({kOpenLabel, {kWord, kCallOpen}, repeat(kIng, 50)});
+  ReasoningConfig c = with_budget(2);
+  c.tool_call_grace = 4;
+  const Outcome r = run({thought, kAnswer}, kPromptOn, c, -1, gemma_like_vocab_with_tools());
+  EXPECT_EQ(r.result.tokens, concat({kOpenLabel,
+                                     {kWord, kCallOpen},
+                                     repeat(kIng, 4),
+                                     {kCallClose},
+                                     kMessage,
+                                     {kClose},
+                                     kAnswer,
+                                     {kEos}}));
+  EXPECT_EQ(r.controller->thinking_tokens(), 6);
+  EXPECT_EQ(count_forced(r), 1 + kMessage.size() + 1);
+  EXPECT_EQ(r.controller->reasoning_tokens(), 6 + static_cast<int64_t>(kMessage.size()));
+}
+
+TEST(Reasoning, BudgetNeverCutsInsideAMultiTokenMarker) {
+  // Two-token tool-call markers "<tool" "_call>" / "</tool" "_call>" and end marker "</"
+  // "think>". The budget (2) is spent by "<tool": the model completes the opener, writes its
+  // call, completes the closer, and only then is the closing forced.
+  const ReasoningVocab vocab = two_token_vocab_with_tools();
+  const std::vector<int32_t> message = encode("\nOK.\n");
+  const std::vector<int32_t> call = {kToolA, kToolB, kWord, kWord, kToolC, kToolB};
+  const auto thought = concat({{kThinkOpen, kWord}, call, repeat(kWord, 5), {kEndA, kEndB}});
+  const Outcome r = run({thought, kAnswer}, kPromptOn, with_budget(2), -1, vocab);
+  EXPECT_EQ(r.result.tokens,
+            concat({{kThinkOpen, kWord}, call, message, {kEndA, kEndB}, kAnswer, {kEos}}));
+  EXPECT_EQ(r.controller->thinking_tokens(), 1 + static_cast<int64_t>(call.size()));
+  // A begun opener that breaks off was text: the model may finish it (one token), no more.
+  ReasoningConfig c = with_budget(2);
+  c.word_grace = 0;
+  const auto broken = concat({{kThinkOpen, kWord, kToolA}, repeat(kWord, 5), {kEndA, kEndB}});
+  const Outcome b = run({broken, kAnswer}, kPromptOn, c, -1, vocab);
+  EXPECT_EQ(b.result.tokens,
+            concat({{kThinkOpen, kWord, kToolA, kWord}, message, {kEndA, kEndB}, kAnswer, {kEos}}));
+  EXPECT_EQ(b.controller->thinking_tokens(), 3);
+  // The budget spent just after "</tool" inside the call: the model's closer is completed by
+  // the model, not cut.
+  const Outcome late = run({thought, kAnswer}, kPromptOn, with_budget(6), -1, vocab);
+  EXPECT_EQ(late.result.tokens, r.result.tokens);
+}
+
+TEST(Reasoning, ContextRoomKeepsTheAnswerReserve) {
+  // No token limit and a budget far above the context: the context (n_ctx 60, prompt 3: room
+  // for 58 tokens) limits thinking so that the closing and an answer of min(128, 58/2) = 29
+  // tokens fit. Closing starts when generated + (3 UTF-8 + message 5 + end 1) + 29 >= 58, i.e.
+  // after 20 tokens (3 for the open marker and label, 17 thinking).
+  const auto thought = concat({kOpenLabel, repeat(kWord, 500)});
+  const auto answer = repeat(kThe, 500);
+  ReasoningConfig c = with_budget(1000);
+  const Outcome r = run({thought, answer}, kPromptOn, c, -1, gemma_like_vocab(), 60);
+  EXPECT_EQ(r.controller->context_room(), 58);
+  EXPECT_EQ(r.controller->answer_reserve(), 29);
+  EXPECT_EQ(r.result.finish_reason, FinishReason::kContextFull);
+  EXPECT_EQ(r.result.tokens,
+            concat({kOpenLabel, repeat(kWord, 17), kMessage, {kClose}, repeat(kThe, 32)}));
+  // A token limit above the room changes nothing; one below it binds instead.
+  EXPECT_EQ(run({thought, answer}, kPromptOn, c, 1000, gemma_like_vocab(), 60).result.tokens,
+            r.result.tokens);
+  const Outcome limited = run({thought, answer}, kPromptOn, c, 40, gemma_like_vocab(), 60);
+  EXPECT_EQ(limited.controller->answer_reserve(), 20);
+  EXPECT_EQ(limited.result.tokens,
+            concat({kOpenLabel, repeat(kWord, 11), kMessage, {kClose}, repeat(kThe, 20)}));
+  // An explicit reserve.
+  c.answer_reserve = 5;
+  const Outcome explicit_reserve = run({thought, answer}, kPromptOn, c, -1, gemma_like_vocab(), 60);
+  // generated + 9 + 5 >= 58 after 44 tokens: 41 thinking.
+  EXPECT_EQ(explicit_reserve.result.tokens,
+            concat({kOpenLabel, repeat(kWord, 41), kMessage, {kClose}, repeat(kThe, 8)}));
+}
+
+TEST(Reasoning, ContextRoomPropertyClosingAlwaysCompleteAnswerGetsItsReserve) {
+  // For every context size, with ASCII words or 4-byte characters spelled byte by byte (the
+  // character must be finished before the closing), with and without word grace: the thought
+  // block is always closed (message + end marker complete) and the answer gets at least its
+  // reserve; thinking never outruns the budget.
+  const std::vector<int32_t> emoji = {byte(0xF0), byte(0x9F), byte(0x98), byte(0x80)};
+  std::vector<int32_t> emojis;
+  for (int i = 0; i < 200; ++i) emojis.insert(emojis.end(), emoji.begin(), emoji.end());
+  const std::vector<int32_t> words = concat({repeat(kWord, 3), repeat(kIng, 2)});
+  std::vector<int32_t> word_text;
+  for (int i = 0; i < 200; ++i) word_text.insert(word_text.end(), words.begin(), words.end());
+  const auto answer = repeat(kThe, 1000);
+  for (const auto* text : {&emojis, &word_text}) {
+    for (int64_t grace : {0, 4}) {
+      for (int64_t n_ctx = 30; n_ctx <= 160; ++n_ctx) {
+        SCOPED_TRACE(testing::Message() << "n_ctx " << n_ctx << " grace " << grace
+                                        << (text == &emojis ? " emoji" : " words"));
+        ReasoningConfig c = with_budget(100);
+        c.word_grace = grace;
+        const Outcome r =
+            run({concat({kOpenLabel, *text}), answer}, kPromptOn, c, -1, gemma_like_vocab(), n_ctx);
+        const auto& t = r.result.tokens;
+        const auto close = std::find(t.begin(), t.end(), kClose);
+        ASSERT_NE(close, t.end());
+        const auto answer_tokens = t.end() - close - 1;
+        EXPECT_GE(answer_tokens, r.controller->answer_reserve());
+        EXPECT_EQ(std::vector<int32_t>(close - static_cast<ptrdiff_t>(kMessage.size()), close),
+                  kMessage);
+        EXPECT_LE(r.controller->thinking_tokens(), 100 + grace + 3);
+        EXPECT_EQ(r.controller->thinking_tokens() % (text == &emojis ? 4 : 1), 0)
+            << "a character was split";
+        EXPECT_EQ(static_cast<int64_t>(t.size()), n_ctx - 3 + 1);  // the whole room was used
+      }
+    }
+  }
+}
+
+TEST(Reasoning, ToolCallAtTheContextLimitIsClosedInTime) {
+  // The context (n_ctx 40: room 38) binds inside a tool call: its closer, the message and the
+  // end marker are forced while they still fit, and the answer keeps its reserve (4).
+  // Closing starts when generated + (3 + 0 + closer 1 + message 5 + end 1) + 4 >= 38: after 24
+  // tokens (open marker and label 3, " word", the opener, 19 call tokens).
+  const auto thought = concat({kOpenLabel, {kWord, kCallOpen}, repeat(kIng, 100)});
+  ReasoningConfig c = with_budget(-1);
+  c.answer_reserve = 4;
+  const Outcome r =
+      run({thought, repeat(kThe, 100)}, kPromptOn, c, -1, gemma_like_vocab_with_tools(), 40);
+  EXPECT_EQ(r.result.finish_reason, FinishReason::kContextFull);
+  EXPECT_EQ(r.result.tokens, concat({kOpenLabel,
+                                     {kWord, kCallOpen},
+                                     repeat(kIng, 19),
+                                     {kCallClose},
+                                     kMessage,
+                                     {kClose},
+                                     repeat(kThe, 7)}));
+}
+
 TEST(Reasoning, QuotedMarkerInThePromptDoesNotArm) {
   // The prompt mentions <|channel> earlier but ends elsewhere: the controller stays outside.
   const std::vector<int32_t> prompt = {kOpen, byte('h'), byte('i'), kNl};
@@ -425,6 +653,14 @@ TEST(Reasoning, ConfigParsingAndThinkingSwitch) {
   EXPECT_EQ(c.effective_answer_reserve(), 128);
   c.answer_reserve = 7;
   EXPECT_EQ(c.effective_answer_reserve(), 7);
+  EXPECT_EQ(c.answer_reserve_for(-1), 0);
+  c.answer_reserve = -1;
+  EXPECT_EQ(c.answer_reserve_for(60), 30);
+  c.block_budget = -2;
+  EXPECT_THROW(c.validate(), Error);
+  c.block_budget = 3;
+  c.tool_call_grace = -1;
+  EXPECT_THROW(c.validate(), Error);
 }
 
 TEST(Reasoning, RealGemma4VocabularyMarkersByText) {
@@ -439,6 +675,10 @@ TEST(Reasoning, RealGemma4VocabularyMarkersByText) {
   EXPECT_EQ(vocab->end, std::vector<int32_t>{tok->find("<channel|>")});
   EXPECT_EQ(vocab->start[0], 100);  // gemma4.md §8.2
   EXPECT_EQ(vocab->end[0], 101);
+  EXPECT_EQ(vocab->tool_call_open, std::vector<int32_t>{tok->find("<|tool_call>")});
+  EXPECT_EQ(vocab->tool_call_close, std::vector<int32_t>{tok->find("<tool_call|>")});
+  EXPECT_EQ(vocab->tool_call_open[0], 48);  // gemma4.md §8.2 (there UNCONFIRMED)
+  EXPECT_EQ(vocab->tool_call_close[0], 49);
   ReasoningConfig config = with_budget(0);
   ReasoningController c(*vocab, config);
   // The template's thinking-on generation prompt, then the model opening its channel: at budget

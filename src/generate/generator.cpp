@@ -169,7 +169,10 @@ GenerationResult Generator::generate(std::span<const int32_t> prompt_in,
   sampler_.clear_history();
   for (int32_t id : prompt) sampler_.accept(id);
   TokenController* controller = options.controller;
-  if (controller != nullptr) controller->begin(prompt);
+  if (controller != nullptr) {
+    controller->set_context_size(n_ctx);
+    controller->begin(prompt);
+  }
 
   std::span<const float> logits = prefill(prompt, options, stats);
   const auto t_prompt_done = Clock::now();

@@ -74,6 +74,10 @@ struct TokenEvent {
 class TokenController {
  public:
   virtual ~TokenController() = default;
+  // The model's context size, given by the loop before begin(): a controller that must finish
+  // a forced sequence before the context is full (the reasoning controller's closing) plans
+  // with it; the loop can produce at most n_ctx - prompt + 1 tokens.
+  virtual void set_context_size(int64_t n_ctx) { (void)n_ctx; }
   // Start of a generate() call; `prompt` is the whole prompt (the chat template's generation
   // prefix, e.g. a pre-opened thought channel, is at its end).
   virtual void begin(std::span<const int32_t> prompt) = 0;

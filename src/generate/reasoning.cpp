@@ -46,6 +46,7 @@ size_t advance_match(const std::vector<int32_t>& seq, size_t matched, int32_t to
 struct ReasoningController::Shared {
   ReasoningVocab vocab;
   std::unordered_set<int32_t> end_of_generation;
+  size_t longest_marker = 1;  // tokens of the longest start / end / tool-call marker
 };
 
 // ---- vocabulary ---------------------------------------------------------------------------------
@@ -62,6 +63,12 @@ std::optional<ReasoningVocab> ReasoningVocab::for_tokenizer(const text::Tokenize
   const text::Tokenizer* t = &tokenizer;
   v.piece = [t](int32_t id) { return t->valid(id) ? t->piece(id, false) : std::string(); };
   v.encode = [t](std::string_view s) { return t->encode(s, false, true); };
+  const text::TokenId call_open = tokenizer.find("<|tool_call>");
+  const text::TokenId call_close = tokenizer.find("<tool_call|>");
+  if (call_open != text::kNoToken && call_close != text::kNoToken) {
+    v.tool_call_open = {call_open};
+    v.tool_call_close = {call_close};
+  }
   return v;
 }
 
@@ -75,6 +82,14 @@ ReasoningVocab ReasoningVocab::from_markers(
   v.end_of_generation = vocab.end_of_generation;
   v.piece = vocab.piece;
   v.encode = std::move(encode);
+  // Gemma 4's tool-call markers, when the vocabulary has them as tokens of their own (a byte
+  // vocabulary spells the text in many tokens: no markers then).
+  std::vector<int32_t> call_open = v.encode("<|tool_call>");
+  std::vector<int32_t> call_close = v.encode("<tool_call|>");
+  if (call_open.size() == 1 && call_close.size() == 1 && call_open != call_close) {
+    v.tool_call_open = std::move(call_open);
+    v.tool_call_close = std::move(call_close);
+  }
   return v;
 }
 
@@ -120,19 +135,23 @@ std::string_view to_string(ReasoningController::State state) {
 
 void ReasoningConfig::validate() const {
   if (budget < -1) fail("--reasoning-budget {} must be -1 (unlimited), 0 or positive", budget);
+  if (block_budget < -1) {
+    fail("--reasoning-block-budget {} must be -1 (unlimited), 0 or positive", block_budget);
+  }
   if (answer_reserve < -1)
     fail("--answer-reserve {} must be -1 (automatic) or >= 0", answer_reserve);
   if (word_grace < 0) fail("reasoning word grace {} must be >= 0", word_grace);
+  if (tool_call_grace < 0) fail("reasoning tool-call grace {} must be >= 0", tool_call_grace);
 }
 
-int64_t ReasoningConfig::effective_answer_reserve() const {
-  if (max_tokens < 0) return 0;
+int64_t ReasoningConfig::answer_reserve_for(int64_t limit) const {
+  if (limit < 0) return 0;
   if (answer_reserve >= 0) return answer_reserve;
-  return std::min<int64_t>(128, max_tokens / 2);
+  return std::min<int64_t>(128, limit / 2);
 }
 
 bool ReasoningConfig::enable_thinking(bool model_default) const {
-  if (budget == 0) return false;
+  if (budget == 0 || block_budget == 0) return false;
   switch (mode) {
     case ReasoningMode::kOn:
       return true;
@@ -152,9 +171,13 @@ ReasoningController::ReasoningController(ReasoningVocab vocab, ReasoningConfig c
   if (vocab.start.empty() || vocab.end.empty())
     fail("reasoning: the vocabulary has no thought-block markers");
   if (!vocab.piece || !vocab.encode) fail("reasoning: the vocabulary has no piece/encode function");
+  if (vocab.tool_call_open.empty() != vocab.tool_call_close.empty())
+    fail("reasoning: a tool-call marker without its counterpart");
   message_ = vocab.encode(config_.budget_message);
   auto shared = std::make_shared<Shared>();
   shared->end_of_generation.insert(vocab.end_of_generation.begin(), vocab.end_of_generation.end());
+  shared->longest_marker = std::max({vocab.start.size(), vocab.end.size(),
+                                     vocab.tool_call_open.size(), vocab.tool_call_close.size()});
   shared->vocab = std::move(vocab);
   shared_ = std::move(shared);
 }
@@ -163,32 +186,81 @@ std::unique_ptr<TokenController> ReasoningController::clone() const {
   return std::make_unique<ReasoningController>(*this);
 }
 
-bool ReasoningController::budget_left() const {
-  return config_.budget < 0 || thinking_ + static_cast<int64_t>(end_match_) < config_.budget;
+int64_t ReasoningController::answer_reserve() const {
+  int64_t limit = config_.max_tokens;
+  if (room_ >= 0 && (limit < 0 || room_ < limit)) limit = room_;
+  return config_.answer_reserve_for(limit);
 }
 
-// True when thinking must stop: the budget is spent or the token limit binds.
+// A begun end marker counts against the budget (it would be thinking text if it broke off).
+bool ReasoningController::budget_left() const {
+  const auto pending = static_cast<int64_t>(end_match_);
+  if (config_.budget >= 0 && thinking_ + pending >= config_.budget) return false;
+  if (config_.block_budget >= 0 && block_text_ + pending >= config_.block_budget) return false;
+  return true;
+}
+
+// True when thinking must stop: a budget is spent or a limit binds.
 bool ReasoningController::limit_reached() const {
   return !budget_left() || token_limit_reached();
 }
 
-// Closing now (message + end marker, an upper bound) is the last chance to leave the answer its
-// reserve within max_tokens.
-bool ReasoningController::token_limit_reached() const {
-  if (config_.max_tokens < 0) return false;
-  const int64_t closing = static_cast<int64_t>(message_.size() + shared_->vocab.end.size());
-  return generated_ + closing + config_.effective_answer_reserve() >= config_.max_tokens;
+// The closing sequence if it were forced now, at most: [the rest of an open tool call's closer]
+// + message + end marker.
+int64_t ReasoningController::closing_upper_bound() const {
+  const auto& v = shared_->vocab;
+  int64_t n = static_cast<int64_t>(message_.size() + v.end.size());
+  if (in_tool_call_) n += static_cast<int64_t>(v.tool_call_close.size());
+  return n;
 }
 
-std::vector<int32_t> ReasoningController::closing_sequence() const {
-  const auto& end = shared_->vocab.end;
-  std::vector<int32_t> seq;
-  if (end_match_ > 0) {  // the model began the end marker: finish it, nothing else
-    seq.assign(end.begin() + static_cast<ptrdiff_t>(end_match_), end.end());
-    return seq;
+// Whether the context still holds the whole closing after `more` further model tokens.
+bool ReasoningController::closing_fits_after(int64_t more) const {
+  return room_ < 0 || generated_ + more + closing_upper_bound() <= room_;
+}
+
+// Closing now is the last chance to leave the answer its reserve: under max_tokens (which the
+// closing itself may overrun) with the closing's length; in the context (which nothing
+// overruns) with an upper bound of every token that may still come before the answer.
+bool ReasoningController::token_limit_reached() const {
+  const int64_t reserve = answer_reserve();
+  if (config_.max_tokens >= 0 && generated_ + closing_upper_bound() + reserve >= config_.max_tokens)
+    return true;
+  if (room_ >= 0) {
+    const auto& v = shared_->vocab;
+    const auto before_answer =
+        static_cast<int64_t>(kMaxUtf8ExtraTokens + (shared_->longest_marker - 1) +
+                             v.tool_call_close.size() + message_.size() + v.end.size());
+    if (generated_ + before_answer + reserve >= room_) return true;
   }
-  if (block_text_ > 0) seq = message_;
-  seq.insert(seq.end(), end.begin(), end.end());
+  return false;
+}
+
+bool ReasoningController::inside_multi_token_marker() const {
+  return inner_start_match_ > 0 || tool_open_match_ > 0 || (in_tool_call_ && tool_close_match_ > 0);
+}
+
+std::vector<int32_t> ReasoningController::closing_sequence(size_t* message_from,
+                                                           size_t* message_to) const {
+  const auto& v = shared_->vocab;
+  std::vector<int32_t> seq;
+  size_t from = 0, to = 0;
+  if (end_match_ > 0 && !in_tool_call_) {  // the model began the end marker: finish it only
+    seq.assign(v.end.begin() + static_cast<ptrdiff_t>(end_match_), v.end.end());
+  } else {
+    if (in_tool_call_) {  // close the tool call first (what the model began of its closer too)
+      seq.assign(v.tool_call_close.begin() + static_cast<ptrdiff_t>(tool_close_match_),
+                 v.tool_call_close.end());
+    }
+    if (block_text_ > 0) {
+      from = seq.size();
+      seq.insert(seq.end(), message_.begin(), message_.end());
+      to = seq.size();
+    }
+    seq.insert(seq.end(), v.end.begin(), v.end.end());
+  }
+  if (message_from != nullptr) *message_from = from;
+  if (message_to != nullptr) *message_to = to;
   return seq;
 }
 
@@ -202,8 +274,11 @@ void ReasoningController::begin(std::span<const int32_t> prompt) {
   last_is_boundary_ = true;
   hard_limit_ = false;
   closing_.clear();
-  closing_pos_ = 0;
-  closing_has_message_ = false;
+  closing_pos_ = closing_message_from_ = closing_message_to_ = 0;
+  in_tool_call_ = false;
+  tool_open_match_ = tool_close_match_ = inner_start_match_ = 0;
+  guard_used_ = 0;
+  room_ = n_ctx_ >= 0 ? std::max<int64_t>(0, n_ctx_ - static_cast<int64_t>(prompt.size()) + 1) : -1;
 
   // Does the prompt leave the model inside a thought block (a template that pre-opens it)? Only
   // when the last start marker is followed by nothing but (part of) the label and whitespace,
@@ -231,7 +306,9 @@ void ReasoningController::open_block(std::string_view label_seen) {
   block_text_ = 0;
   end_match_ = 0;
   utf8_need_ = utf8_extra_ = 0;
-  grace_used_ = 0;
+  grace_used_ = guard_used_ = 0;
+  in_tool_call_ = false;
+  tool_open_match_ = tool_close_match_ = inner_start_match_ = 0;
   last_is_boundary_ = true;
   hard_limit_ = false;
   label_seen_ = label_seen;
@@ -241,13 +318,21 @@ void ReasoningController::open_block(std::string_view label_seen) {
     closing_.clear();
     if (label_seen.size() < v.label.size()) closing_ = v.encode(v.label.substr(label_seen.size()));
     closing_.insert(closing_.end(), v.end.begin(), v.end.end());
-    closing_pos_ = 0;
-    closing_has_message_ = false;
+    closing_pos_ = closing_message_from_ = closing_message_to_ = 0;
     state_ = State::kClosing;
     return;
   }
   state_ = State::kLabel;
   if (label_seen_.size() == v.label.size()) enter_block_body();
+}
+
+void ReasoningController::leave_block() {
+  state_ = config_.mode == ReasoningMode::kOff ? State::kOff : State::kAnswering;
+  end_match_ = 0;
+  in_tool_call_ = false;
+  tool_open_match_ = tool_close_match_ = inner_start_match_ = 0;
+  closing_.clear();
+  closing_pos_ = closing_message_from_ = closing_message_to_ = 0;
 }
 
 void ReasoningController::enter_block_body() {
@@ -276,14 +361,46 @@ void ReasoningController::count_thinking(int32_t token) {
   }
 }
 
+// Follows the sequences the budget must not cut: a tool call (opener .. closer) and any marker
+// of several tokens (a prefix of one at the tail of the block).
+void ReasoningController::track_guards(int32_t token) {
+  const auto& v = shared_->vocab;
+  if (v.start.size() > 1) {
+    inner_start_match_ = advance_match(v.start, inner_start_match_, token);
+    if (inner_start_match_ == v.start.size()) inner_start_match_ = 0;
+  }
+  if (v.tool_call_open.empty()) return;
+  if (!in_tool_call_) {
+    tool_open_match_ = advance_match(v.tool_call_open, tool_open_match_, token);
+    if (tool_open_match_ == v.tool_call_open.size()) {
+      tool_open_match_ = tool_close_match_ = 0;
+      in_tool_call_ = true;
+    }
+  } else {
+    tool_close_match_ = advance_match(v.tool_call_close, tool_close_match_, token);
+    if (tool_close_match_ == v.tool_call_close.size()) {
+      tool_close_match_ = 0;
+      in_tool_call_ = false;
+    }
+  }
+}
+
 int32_t ReasoningController::before_sample(std::span<float> logits) {
   switch (state_) {
     case State::kClosing:
       return closing_[closing_pos_];
     case State::kFinishing: {
-      if (utf8_need_ > 0 && utf8_extra_ < kMaxUtf8ExtraTokens) return -1;  // finish the character
-      const std::vector<int32_t> seq = closing_sequence();
-      if (end_match_ > 0) return seq[0];  // complete the marker the model began
+      // Every "let the model go on" below also needs the context to hold the closing after it.
+      const bool may_defer = closing_fits_after(1);
+      if (utf8_need_ > 0 && utf8_extra_ < kMaxUtf8ExtraTokens && may_defer)
+        return -1;  // finish the character
+      const std::vector<int32_t> seq = closing_sequence(nullptr, nullptr);
+      if (end_match_ > 0 && !in_tool_call_) return seq[0];  // complete the marker the model began
+      // Never cut inside a marker of several tokens the model has begun, nor inside a tool call
+      // (within the tool-call grace, and only while the token limit leaves room).
+      const bool guard_left = guard_used_ < config_.tool_call_grace;
+      if (inside_multi_token_marker() && guard_left && may_defer) return -1;
+      if (in_tool_call_) return !hard_limit_ && guard_left && may_defer ? -1 : seq[0];
       const auto best =
           static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
       // The model is about to close the block itself: let it (it costs no message), once under
@@ -291,7 +408,8 @@ int32_t ReasoningController::before_sample(std::span<float> logits) {
       if (best == shared_->vocab.end[0] &&
           (grace_used_ == 0 || (!hard_limit_ && grace_used_ < config_.word_grace)))
         return -1;
-      if (hard_limit_ || last_is_boundary_ || grace_used_ >= config_.word_grace) return seq[0];
+      if (hard_limit_ || last_is_boundary_ || grace_used_ >= config_.word_grace || !may_defer)
+        return seq[0];
       // Within the grace: go on while the model's most likely next token continues the current
       // word; close as soon as it would start a new one.
       const std::string piece = shared_->vocab.piece(best);
@@ -313,9 +431,13 @@ void ReasoningController::on_commit(int32_t token, bool forced) {
   const auto& v = shared_->vocab;
 
   if (state_ == State::kFinishing && forced) {  // the first token of the closing sequence
-    closing_ = closing_sequence();
-    closing_has_message_ = end_match_ == 0 && block_text_ > 0;
+    if (in_tool_call_) {
+      // A begun end marker inside a tool call was text of the call after all.
+      for (size_t i = 0; i < end_match_; ++i) count_thinking(v.end[i]);
+    }
+    closing_ = closing_sequence(&closing_message_from_, &closing_message_to_);
     closing_pos_ = 0;
+    end_match_ = 0;
     state_ = State::kClosing;
   }
 
@@ -334,13 +456,9 @@ void ReasoningController::on_commit(int32_t token, bool forced) {
         fail("reasoning: token {} was committed while closing the thought block expected {}", token,
              closing_[closing_pos_]);
       }
-      if (closing_has_message_ && closing_pos_ < message_.size()) ++forced_message_;
-      if (++closing_pos_ == closing_.size()) {
-        end_match_ = 0;
-        closing_.clear();
-        closing_pos_ = 0;
-        state_ = config_.mode == ReasoningMode::kOff ? State::kOff : State::kAnswering;
-      }
+      if (closing_pos_ >= closing_message_from_ && closing_pos_ < closing_message_to_)
+        ++forced_message_;
+      if (++closing_pos_ == closing_.size()) leave_block();
       return;
     }
 
@@ -364,17 +482,17 @@ void ReasoningController::on_commit(int32_t token, bool forced) {
 
   // kThinking / kFinishing, a token the model chose.
   if (shared_->end_of_generation.contains(token)) {
-    state_ = config_.mode == ReasoningMode::kOff ? State::kOff : State::kAnswering;
+    leave_block();
     return;
   }
   const bool finishing = state_ == State::kFinishing;
   const bool completing_char = finishing && utf8_need_ > 0;
+  const bool guarded = finishing && (in_tool_call_ || inside_multi_token_marker());
   const size_t matched = advance_match(v.end, end_match_, token);
   if (matched == end_match_ + 1 || (matched == 1 && end_match_ == 0)) {
     end_match_ = matched;
     if (end_match_ == v.end.size()) {  // the model closed the block itself
-      end_match_ = 0;
-      state_ = config_.mode == ReasoningMode::kOff ? State::kOff : State::kAnswering;
+      leave_block();
       return;
     }
   } else {
@@ -383,9 +501,12 @@ void ReasoningController::on_commit(int32_t token, bool forced) {
     end_match_ = matched;
     if (matched == 0) count_thinking(token);
   }
+  track_guards(token);
   if (finishing) {
     if (completing_char) {
       ++utf8_extra_;
+    } else if (guarded) {
+      ++guard_used_;
     } else {
       ++grace_used_;
     }

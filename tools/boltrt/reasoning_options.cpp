@@ -10,6 +10,7 @@ ReasoningConfig ReasoningOptions::config(int64_t max_tokens) const {
   ReasoningConfig c;
   c.mode = parse_reasoning_mode(mode, "--reasoning");
   c.budget = budget;
+  c.block_budget = block_budget;
   c.budget_message = text::process_escapes(budget_message);
   c.answer_reserve = answer_reserve;
   c.max_tokens = max_tokens;
@@ -29,7 +30,11 @@ void add_reasoning_options(CLI::App& app, ReasoningOptions& options, bool with_d
   app.add_option("--reasoning", options.mode,
                  "thinking: on, off or auto (the model's default; Gemma 4: off)")
       ->capture_default_str();
-  app.add_option("--reasoning-budget", options.budget, "most thinking tokens: -1 unlimited, 0 none")
+  app.add_option("--reasoning-budget", options.budget,
+                 "most thinking tokens of a reply: -1 unlimited, 0 none")
+      ->capture_default_str();
+  app.add_option("--reasoning-block-budget", options.block_budget,
+                 "most thinking tokens of each thought block: -1 unlimited, 0 none")
       ->capture_default_str();
   app.add_option("--reasoning-budget-message", options.budget_message,
                  "text forced before the end-of-thought marker when the budget is spent");

@@ -2,7 +2,12 @@
 //
 //   --reasoning on|off|auto         thinking via the chat template (auto: the model's default;
 //                                   Gemma 4 templates: off)
-//   --reasoning-budget N            most thinking tokens: -1 unlimited (default), 0 none
+//   --reasoning-budget N            most thinking tokens of a reply (all thought blocks
+//                                   together): -1 unlimited (default), 0 none
+//   --reasoning-block-budget N      most thinking tokens of each thought block (a model that
+//                                   thinks again after a tool call or a partial answer gets a
+//                                   fresh one; the reply budget still caps the sum): -1
+//                                   unlimited (default), 0 none
 //   --reasoning-budget-message TEXT closing phrase forced before the end-of-thought marker
 //                                   (backslash escapes such as \n are processed)
 //   --answer-reserve N              tokens kept for the answer under -n (default -1:
@@ -26,6 +31,7 @@ namespace boltrt::cli {
 struct ReasoningOptions {
   std::string mode = "auto";
   int64_t budget = -1;
+  int64_t block_budget = -1;
   std::string budget_message = std::string(kDefaultBudgetMessage);
   int64_t answer_reserve = -1;
   bool show_thinking = false;
