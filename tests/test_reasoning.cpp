@@ -624,7 +624,11 @@ TEST(Reasoning, CloneCarriesStateAndIsIndependent) {
   // before_sample does not change state: asking twice gives the same answer.
   EXPECT_EQ(scratch->before_sample(logits), kMessage[0]);
   // Committing something other than the forced token while closing is a loop bug.
+  EXPECT_TRUE(scratch->forced_run().empty());  // finishing: what comes next depends on logits
   scratch->on_commit(kMessage[0], true);
+  EXPECT_EQ(scratch->forced_run(),
+            concat({std::vector<int32_t>(kMessage.begin() + 1, kMessage.end()), {kClose}}));
+  EXPECT_TRUE(c.forced_run().empty());
   EXPECT_THROW(scratch->on_commit(kWord, false), Error);
 }
 

@@ -205,6 +205,7 @@ GenerationResult Generator::generate(std::span<const int32_t> prompt_in,
   int64_t n_rows = 1;
   bool prefill_step = true;
   int64_t n_draft = speculative_.adaptive ? speculative_.draft_min : speculative_.draft_max;
+  int64_t forced_slots = 0;  // leading drafted slots of this step the controller forces
   int32_t token = -1;
   while (!finish) {
     int64_t used = 0;  // rows walked = verify tokens that stay committed
@@ -273,9 +274,10 @@ GenerationResult Generator::generate(std::span<const int32_t> prompt_in,
       // the one just committed.
       if (j + 1 < n_rows && verify_[static_cast<size_t>(j + 1)] != token) break;
     }
-    const int64_t drafted = n_rows - 1;
+    // Forced slots are not the drafter's: they count neither as drafted nor as accepted.
+    const int64_t drafted = n_rows - 1 - forced_slots;
     if (drafted > 0) {
-      const int64_t accepted = std::max<int64_t>(0, used - 1);
+      const int64_t accepted = std::max<int64_t>(0, used - 1 - forced_slots);
       ++spec.n_rounds;
       spec.n_drafted += drafted;
       spec.n_accepted += accepted;
@@ -308,21 +310,29 @@ GenerationResult Generator::generate(std::span<const int32_t> prompt_in,
 
     // Next step: `token` sits at position keep and is not in the model yet; draft k tokens
     // after it, as many as fit the context and the token limit.
+    // Tokens the controller will force are known: they are verified in place of drafted
+    // guesses (shared/docs/reasoning.md B9 step 5), as many as the draft length allows.
     int64_t k = 0;
+    std::vector<int32_t> forced_next;
+    if (drafter_ != nullptr && controller != nullptr) forced_next = controller->forced_run();
+    const int64_t n_forced =
+        std::min(speculative_.draft_max, static_cast<int64_t>(forced_next.size()));
     if (drafter_ != nullptr) {
-      k = std::min(n_draft, n_ctx - keep - 1);
+      k = std::min(std::max(n_draft, n_forced), n_ctx - keep - 1);
       if (options.max_tokens >= 0 && !(controller != nullptr && controller->must_continue())) {
         k = std::min(k, options.max_tokens - static_cast<int64_t>(result.tokens.size()) - 1);
       }
       k = std::max<int64_t>(0, k);
     }
     verify_.assign(static_cast<size_t>(k + 1), token);
+    forced_slots = std::min(k, n_forced);
     if (k > 0) {
       if (drafter_->context_end() != keep) {
         fail("speculative: the drafter's context ends at {} but the model holds {}",
              drafter_->context_end(), keep);
       }
-      drafter_->propose(token, k, verify_.data() + 1);
+      if (forced_slots < k) drafter_->propose(token, k, verify_.data() + 1);
+      std::copy_n(forced_next.begin(), forced_slots, verify_.begin() + 1);
       for (int64_t i = 1; i <= k; ++i) {
         const int32_t d = verify_[static_cast<size_t>(i)];
         if (d < 0 || d >= n_vocab)

@@ -89,6 +89,11 @@ class TokenController {
   // True while the controller still has tokens to force (e.g. a closing sequence): the loop
   // then goes past max_tokens to finish it, so an answer is never cut inside a marker.
   virtual bool must_continue() const { return false; }
+  // The tokens the controller will force next whatever the model predicts (a closing sequence
+  // under way), in order; empty when the next token is the model's choice. The speculative loop
+  // verifies them in place of drafted guesses, so a forced run costs one target pass instead of
+  // one per token (shared/docs/reasoning.md B9 step 5); they still pass through before_sample().
+  virtual std::vector<int32_t> forced_run() const { return {}; }
   // A copy of the current state: speculative decoding walks drafted tokens through a scratch
   // copy and commits only the accepted prefix (shared/docs/reasoning.md, B9).
   virtual std::unique_ptr<TokenController> clone() const = 0;

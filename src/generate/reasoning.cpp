@@ -186,6 +186,12 @@ std::unique_ptr<TokenController> ReasoningController::clone() const {
   return std::make_unique<ReasoningController>(*this);
 }
 
+std::vector<int32_t> ReasoningController::forced_run() const {
+  if (state_ != State::kClosing) return {};
+  return std::vector<int32_t>(closing_.begin() + static_cast<ptrdiff_t>(closing_pos_),
+                              closing_.end());
+}
+
 int64_t ReasoningController::answer_reserve() const {
   int64_t limit = config_.max_tokens;
   if (room_ >= 0 && (limit < 0 || room_ < limit)) limit = room_;

@@ -134,6 +134,7 @@ class ReasoningController : public TokenController {
   bool must_continue() const override {
     return state_ == State::kClosing || state_ == State::kFinishing;
   }
+  std::vector<int32_t> forced_run() const override;
   std::unique_ptr<TokenController> clone() const override;
 
   State state() const { return state_; }
