@@ -329,7 +329,8 @@ TEST(Reasoning, BrokenOffMarkerPrefixCountsAsThinking) {
 
 TEST(Reasoning, TokenLimitKeepsTheAnswerReserve) {
   // The model would think forever; max_tokens 40 with a reserve of 10: thinking stops so that
-  // closing (5 + 1 tokens) leaves 10 tokens for the answer.
+  // whatever may come before the answer (up to 3 bytes of a character, message 5, end 1: 9
+  // tokens) leaves at least 10 tokens for the answer.
   const auto thought = concat({kOpenLabel, repeat(kWord, 500)});
   const auto answer = repeat(kThe, 100);
   ReasoningConfig c = with_budget(-1);
@@ -337,16 +338,35 @@ TEST(Reasoning, TokenLimitKeepsTheAnswerReserve) {
   const Outcome r = run({thought, answer}, kPromptOn, c, 40);
   EXPECT_EQ(r.result.finish_reason, FinishReason::kMaxTokens);
   ASSERT_EQ(r.result.tokens.size(), 40u);
-  // generated + closing + reserve >= 40 after 24 tokens: 3 (open, label) + 21 thinking.
+  // generated + 9 + reserve >= 40 after 21 tokens: 3 (open, label) + 18 thinking; ASCII text
+  // needs no character completion, so the answer gets 13.
   EXPECT_EQ(r.result.tokens,
-            concat({kOpenLabel, repeat(kWord, 21), kMessage, {kClose}, repeat(kThe, 10)}));
-  EXPECT_EQ(r.controller->thinking_tokens(), 21);
+            concat({kOpenLabel, repeat(kWord, 18), kMessage, {kClose}, repeat(kThe, 13)}));
+  EXPECT_EQ(r.controller->thinking_tokens(), 18);
   // A budget larger than the room left shrinks the same way; the automatic reserve is
   // min(128, max_tokens / 2) = 20.
   c = with_budget(1000);
   const Outcome automatic = run({thought, answer}, kPromptOn, c, 40);
   EXPECT_EQ(automatic.result.tokens,
-            concat({kOpenLabel, repeat(kWord, 11), kMessage, {kClose}, repeat(kThe, 20)}));
+            concat({kOpenLabel, repeat(kWord, 8), kMessage, {kClose}, repeat(kThe, 23)}));
+}
+
+TEST(Reasoning, TokenLimitInsideAMultiTokenMarkerStillKeepsTheReserve) {
+  // Two-token markers: the token limit (22, reserve 2; before the answer at most 3 + 1 + 2 + 5
+  // + 2 = 13 tokens) binds on "<tool" (after 7 tokens). The model completes the opener, the
+  // call's closer, message and end marker are forced, and the answer still gets 22 - 17 = 5.
+  const ReasoningVocab vocab = two_token_vocab_with_tools();
+  const auto thought = concat({{kThinkOpen}, repeat(kWord, 5), {kToolA, kToolB}, repeat(kIng, 50)});
+  ReasoningConfig c = with_budget(-1);
+  c.answer_reserve = 2;
+  const Outcome r = run({thought, repeat(kThe, 100)}, kPromptOn, c, 22, vocab);
+  EXPECT_EQ(r.result.tokens, concat({{kThinkOpen},
+                                     repeat(kWord, 5),
+                                     {kToolA, kToolB, kToolC, kToolB},
+                                     encode("\nOK.\n"),
+                                     {kEndA, kEndB},
+                                     repeat(kThe, 5)}));
+  EXPECT_EQ(r.result.finish_reason, FinishReason::kMaxTokens);
 }
 
 TEST(Reasoning, TinyTokenLimitStillFinishesTheClosing) {
@@ -530,7 +550,7 @@ TEST(Reasoning, ContextRoomKeepsTheAnswerReserve) {
   const Outcome limited = run({thought, answer}, kPromptOn, c, 40, gemma_like_vocab(), 60);
   EXPECT_EQ(limited.controller->answer_reserve(), 20);
   EXPECT_EQ(limited.result.tokens,
-            concat({kOpenLabel, repeat(kWord, 11), kMessage, {kClose}, repeat(kThe, 20)}));
+            concat({kOpenLabel, repeat(kWord, 8), kMessage, {kClose}, repeat(kThe, 23)}));
   // An explicit reserve.
   c.answer_reserve = 5;
   const Outcome explicit_reserve = run({thought, answer}, kPromptOn, c, -1, gemma_like_vocab(), 60);

@@ -225,21 +225,20 @@ bool ReasoningController::closing_fits_after(int64_t more) const {
   return room_ < 0 || generated_ + more + closing_upper_bound() <= room_;
 }
 
-// Closing now is the last chance to leave the answer its reserve: under max_tokens (which the
-// closing itself may overrun) with the closing's length; in the context (which nothing
-// overruns) with an upper bound of every token that may still come before the answer.
+// Closing now is the last chance to leave the answer its reserve, under max_tokens and in the
+// context, counting an upper bound of every token that may still come before the answer: the
+// last bytes of a character (3), the rest of a multi-token marker, a tool call's closer, the
+// message and the end marker. (A tighter bound, the closing alone, let a character or a marker
+// finished after the trigger eat into the reserve.)
 bool ReasoningController::token_limit_reached() const {
+  const auto& v = shared_->vocab;
+  const auto before_answer =
+      static_cast<int64_t>(kMaxUtf8ExtraTokens + (shared_->longest_marker - 1) +
+                           v.tool_call_close.size() + message_.size() + v.end.size());
   const int64_t reserve = answer_reserve();
-  if (config_.max_tokens >= 0 && generated_ + closing_upper_bound() + reserve >= config_.max_tokens)
+  if (config_.max_tokens >= 0 && generated_ + before_answer + reserve >= config_.max_tokens)
     return true;
-  if (room_ >= 0) {
-    const auto& v = shared_->vocab;
-    const auto before_answer =
-        static_cast<int64_t>(kMaxUtf8ExtraTokens + (shared_->longest_marker - 1) +
-                             v.tool_call_close.size() + message_.size() + v.end.size());
-    if (generated_ + before_answer + reserve >= room_) return true;
-  }
-  return false;
+  return room_ >= 0 && generated_ + before_answer + reserve >= room_;
 }
 
 bool ReasoningController::inside_multi_token_marker() const {
@@ -404,7 +403,10 @@ int32_t ReasoningController::before_sample(std::span<float> logits) {
       if (end_match_ > 0 && !in_tool_call_) return seq[0];  // complete the marker the model began
       // Never cut inside a marker of several tokens the model has begun, nor inside a tool call
       // (within the tool-call grace, and only while the token limit leaves room).
-      const bool guard_left = guard_used_ < config_.tool_call_grace;
+      // Past a limit, only what one marker still needs (the limit's slack counts that much).
+      const bool guard_left =
+          guard_used_ < (hard_limit_ ? static_cast<int64_t>(shared_->longest_marker) - 1
+                                     : config_.tool_call_grace);
       if (inside_multi_token_marker() && guard_left && may_defer) return -1;
       if (in_tool_call_) return !hard_limit_ && guard_left && may_defer ? -1 : seq[0];
       const auto best =

@@ -26,16 +26,14 @@
 // markers and forced tokens excluded); reasoning_tokens() adds the forced closing message (the
 // JSON field "reasoning_tokens").
 //
-// Answer guarantee, two limits:
-//   - the token limit (`max_tokens`): closing starts as soon as generated + closing length +
-//     answer reserve reaches it; must_continue() lets the loop finish a closing sequence past
-//     the limit (the limit is soft for the closing);
-//   - the context (set_context_size(), called by the loop before begin()): the loop can produce
-//     at most room = n_ctx - prompt + 1 tokens and nothing goes past that, so closing starts
-//     when generated + an upper bound of everything still to come before the answer (closing
-//     sequence, a UTF-8 character's last bytes, a multi-token marker's rest, a tool call's
-//     closer) + answer reserve reaches the room; later deferrals are allowed only while the
-//     closing still fits.
+// Answer guarantee, two limits: the token limit (`max_tokens`) and the context
+// (set_context_size(), called by the loop before begin(): the loop can produce at most
+// room = n_ctx - prompt + 1 tokens). Closing starts when generated + an upper bound of everything
+// still to come before the answer (the closing sequence, a UTF-8 character's last bytes, a
+// multi-token marker's rest, a tool call's closer) + the answer reserve reaches either; past
+// that only a character's or a marker's rest is let through (within the room), an open tool
+// call gets its closer forced, and no word grace is given. must_continue() lets the loop finish
+// a closing past max_tokens should it ever need to (the context it can never pass).
 // The answer reserve is `answer_reserve`, or with -1 min(128, limit / 2) where the limit is the
 // smaller of max_tokens and the context room.
 #pragma once
