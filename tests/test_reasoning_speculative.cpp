@@ -296,6 +296,7 @@ class CountingDrafter : public BlockDrafter {
   int64_t max_draft() const override { return inner_.max_draft(); }
   std::vector<int32_t> tap_layers() const override { return inner_.tap_layers(); }
   void reset() override { inner_.reset(); }
+  bool rollback(int64_t n) override { return inner_.rollback(n); }
   void add_context(std::span<const int32_t> tokens, const float* taps) override {
     ++calls;
     inner_.add_context(tokens, taps);
