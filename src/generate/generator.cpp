@@ -315,8 +315,8 @@ GenerationResult Generator::generate(std::span<const int32_t> prompt_in,
     int64_t k = 0;
     std::vector<int32_t> forced_next;
     if (drafter_ != nullptr && controller != nullptr) forced_next = controller->forced_run();
-    const int64_t n_forced =
-        std::min(speculative_.draft_max, static_cast<int64_t>(forced_next.size()));
+    const int64_t n_forced = std::clamp<int64_t>(static_cast<int64_t>(forced_next.size()), 0,
+                                                 std::max<int64_t>(0, speculative_.draft_max));
     if (drafter_ != nullptr) {
       k = std::min(std::max(n_draft, n_forced), n_ctx - keep - 1);
       if (options.max_tokens >= 0 && !(controller != nullptr && controller->must_continue())) {
