@@ -105,9 +105,17 @@ TEST_F(CliChat, TerminalSession) {
   EXPECT_NE(r.out.find("> "), std::string::npos) << r.out;
 
   // Ctrl-C typed at the prompt: a hint and a new prompt, then the second one exits with 130.
+  // The first Ctrl-C is typed only once the chat (found by a seed no other test uses) has
+  // installed its SIGINT handler (SigCgt bit 2), however slowly it starts on a busy machine.
+  const std::string wait_for_handler =
+      "for i in $(seq 1200); do for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' <$f 2>/dev/null | "
+      "grep -q -- '^[^ ]*boltrt chat .*--seed 7391577' && pid=${f#/proc/} && pid=${pid%/*}; done; "
+      "m=$(awk '/^SigCgt/{print $2}' /proc/${pid:-0}/status 2>/dev/null); "
+      "[ -n \"$m\" ] && (( 0x$m & 2 )) && break; sleep 0.05; done; sleep 0.5; ";
   const Outcome interrupted =
-      run("(sleep 2; printf '\\003'; sleep 1; printf '\\003'; sleep 2) | script -qec " +
-          quote(chat("")) + " /dev/null");
+      run("bash -c " + quote("(" + wait_for_handler +
+                             "printf '\\003'; sleep 1; printf '\\003'; sleep 2) | script -qec " +
+                             quote(chat("--seed 7391577")) + " /dev/null"));
   EXPECT_EQ(interrupted.status, 130) << interrupted.out << interrupted.err;
   EXPECT_NE(interrupted.out.find("press Ctrl-C again"), std::string::npos) << interrupted.out;
 }

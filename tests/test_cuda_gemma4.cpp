@@ -63,7 +63,7 @@ struct RowError {
   bool same_argmax = false;
   double top2_margin = 0;  // (top1 - top2) / largest |a|, on the CPU row
 };
-RowError compare_row(std::span<const float> cpu, std::span<const float> gpu) {
+[[maybe_unused]] RowError compare_row(std::span<const float> cpu, std::span<const float> gpu) {
   double max_diff = 0, max_abs = 0;
   for (size_t i = 0; i < cpu.size(); ++i) {
     max_diff = std::max(max_diff, std::fabs(double(cpu[i]) - gpu[i]));

@@ -33,7 +33,7 @@ class CudaOps : public ::testing::Test {
   }
 };
 
-std::vector<float> random_vector(size_t n, uint32_t seed, float stddev = 1.0f) {
+[[maybe_unused]] std::vector<float> random_vector(size_t n, uint32_t seed, float stddev = 1.0f) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal(0.0f, stddev);
   std::vector<float> v(n);
