@@ -35,6 +35,8 @@ const CpuFeatures& cpu_features() {
     const unsigned long hwcap = getauxval(AT_HWCAP);
     f.neon = (hwcap & HWCAP_ASIMD) != 0;
     f.dotprod = f.neon && (hwcap & HWCAP_ASIMDDP) != 0;
+#elif defined(__aarch64__)
+    f.neon = true;  // mandatory in AArch64; the dot product is only trusted from Linux's HWCAP
 #endif
     return f;
   }();
