@@ -18,11 +18,13 @@
 // Each test prints its worst observed error as a fraction of the tolerance.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "backend/cpu/cpu_features.h"
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/matmul_internal.h"
 #include "matmul_test_util.h"
@@ -187,7 +189,8 @@ double legacy_min(GgmlType t, const uint8_t* row, int64_t block) {
 std::vector<SimdLevel> available_levels() {
   std::vector<SimdLevel> levels;
   const SimdLevel saved = simd_level();
-  for (SimdLevel l : {SimdLevel::Scalar, SimdLevel::Avx2, SimdLevel::Avx512}) {
+  for (SimdLevel l : {SimdLevel::Scalar, SimdLevel::Avx2, SimdLevel::Avx512, SimdLevel::Neon,
+                      SimdLevel::NeonDot}) {
     set_simd_level(l);
     if (simd_level() == l) levels.push_back(l);
   }
@@ -338,6 +341,67 @@ TEST_P(MatmulType, ResultsIndependentOfThreadsAndRowRange) {
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulType, ::testing::ValuesIn(kTypes),
                          [](const auto& info) { return std::string(type_name(info.param)); });
+
+// The levels offered are those the CPU reports, of its own architecture only; the best one is
+// printed (tools/test-aarch64.sh checks it on an emulated CPU without dotprod).
+TEST(Matmul, LevelsFollowCpuFeatures) {
+  const CpuFeatures& f = cpu_features();
+  const auto levels = available_levels();
+  const auto has = [&](SimdLevel l) {
+    return std::find(levels.begin(), levels.end(), l) != levels.end();
+  };
+  EXPECT_TRUE(has(SimdLevel::Scalar));
+  EXPECT_EQ(has(SimdLevel::Neon), f.neon);
+  EXPECT_EQ(has(SimdLevel::NeonDot), f.neon && f.dotprod);
+  EXPECT_EQ(has(SimdLevel::Avx2), f.avx2 && f.fma && f.f16c && f.bmi2);
+#if defined(__aarch64__)
+  EXPECT_TRUE(f.neon) << "Advanced SIMD is mandatory on aarch64";
+  EXPECT_FALSE(has(SimdLevel::Avx2) || has(SimdLevel::Avx512));
+#else
+  EXPECT_FALSE(f.neon || f.dotprod);
+#endif
+  std::printf("best SIMD level: %s\n", simd_level_name(levels.back()));
+}
+
+// Every level's activation conversion writes the scalar reference's bytes, including blocks of
+// zeros, ties between +amax and -amax (Q8_K keeps the sign of the first), values that round to
+// exactly +-127 and tiny or huge magnitudes.
+TEST(Matmul, ActivationConversionBitExactAtEveryLevel) {
+  using namespace cpu;
+  const int64_t n = 1024;
+  std::vector<std::vector<float>> rows;
+  rows.push_back(random_activations(n, 7));
+  rows.push_back(std::vector<float>(n, 0.0f));
+  {
+    auto r = random_activations(n, 8);
+    for (int64_t k = 0; k < 256; ++k) r[static_cast<size_t>(k)] = 0.0f;  // one zero block each
+    r[300] = 100.0f, r[301] = -100.0f;                                   // tie, + first
+    r[600] = -90.0f, r[700] = 90.0f;                                     // tie, - first
+    for (int64_t k = 768; k < 800; ++k) r[static_cast<size_t>(k)] = k % 2 ? 1e-30f : -3e30f;
+    rows.push_back(r);
+  }
+  {
+    std::vector<float> r(n);
+    for (int64_t k = 0; k < n; ++k) r[static_cast<size_t>(k)] = static_cast<float>(k % 255) - 127;
+    rows.push_back(r);
+  }
+  const SimdLevel saved = simd_level();
+  for (const SimdLevel level : available_levels()) {
+    const ConvertFn convert = activation_converter(level);
+    for (const ActFormat format : {ActFormat::F32, ActFormat::F16, ActFormat::BF16, ActFormat::Q8_0,
+                                   ActFormat::Q8_1, ActFormat::Q8_K}) {
+      const size_t bytes = activation_row_bytes(format, n);
+      for (size_t i = 0; i < rows.size(); ++i) {
+        std::vector<uint8_t> want(bytes), got(bytes, 0xAA);
+        convert_activation_row(format, rows[i].data(), want.data(), n);
+        convert(format, rows[i].data(), got.data(), n);
+        EXPECT_EQ(want, got) << simd_level_name(level) << " format " << static_cast<int>(format)
+                             << " row " << i;
+      }
+    }
+  }
+  set_simd_level(saved);
+}
 
 TEST(Matmul, RejectsBadShapesAndTypes) {
   std::vector<uint8_t> data(4096);

@@ -3,8 +3,10 @@
 // byte-identical with llama-quantize's output for the same input and loads in llama.cpp.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <limits>
@@ -40,14 +42,15 @@ std::vector<char> read_all(const std::string& path) {
 }
 
 // Checks the quantized file against the plan and against quantize_row on the input's rows.
-void check_output(const std::string& in_path, const std::string& out_path, FileType ftype) {
+void check_output(const std::string& in_path, const std::string& out_path, FileType ftype,
+                  const TypeOverrides& overrides = {}) {
   const auto in = gguf::File::open(in_path);
   const auto out = gguf::File::open(out_path);
   EXPECT_EQ(out->get_int("general.file_type"), static_cast<int64_t>(ftype));
   EXPECT_EQ(out->get_int("general.quantization_version"), 2);
   EXPECT_EQ(out->metadata().back().key, "general.file_type");
   const ModelDesc model = describe_model(*in);
-  const auto plans = plan_quantization(model, ftype);
+  const auto plans = plan_quantization(model, ftype, false, overrides);
   ASSERT_EQ(out->tensors().size(), plans.size());
   for (size_t i = 0; i < plans.size(); ++i) {
     const gguf::TensorInfo& src = in->tensors()[plans[i].index];
@@ -231,6 +234,99 @@ TEST(QuantizeModelCli, ErrorsAreOneLine) {
                               &log),
             0)
       << log;
+}
+
+// --pure, --output-tensor-type, --token-embedding-type and --tensor-type: the output follows the
+// plan made with the same overrides (tests/test_quant_overrides.cpp checks the plan itself), with
+// our quantizers' bytes; with llama-ref, it is byte-identical with llama-quantize given the same
+// options.
+TEST(QuantizeModelCli, TypeOverridesMatchPlanAndLlamaQuantize) {
+  struct OverrideCase {
+    std::string flags;
+    TypeOverrides overrides;
+    std::string expect_tensor;  // a tensor whose type the options decide
+    GgmlType expect_type;
+  };
+  std::vector<OverrideCase> cases(2);
+  // Tied embeddings (tiny has no output.weight): --output-tensor-type reaches token_embd. The
+  // pattern is lowercased, as llama-quantize does.
+  cases[0].flags =
+      "--output-tensor-type q8_0 --tensor-type 'blk\\.0\\.=q5_0' "
+      "--tensor-type 'ATTN_V=q4_1'";
+  cases[0].overrides.output_type = GgmlType::Q8_0;
+  cases[0].overrides.tensor_types = {{"blk\\.0\\.", GgmlType::Q5_0}, {"attn_v", GgmlType::Q4_1}};
+  cases[0].expect_tensor = "blk.1.attn_v.weight";
+  cases[0].expect_type = GgmlType::Q4_1;
+  cases[1].flags = "--pure --token-embedding-type Q4_0";
+  cases[1].overrides.pure = true;
+  cases[1].overrides.token_embedding_type = GgmlType::Q4_0;
+  cases[1].expect_tensor = "per_layer_token_embd.weight";
+  cases[1].expect_type = GgmlType::Q4_0;
+
+  const std::string dir = test::scratch_dir("quantize-overrides");
+  const std::string in = synth(dir, "tiny", "f32");
+  const std::string bin = test::llama_ref_bin();
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const OverrideCase& c = cases[i];
+    SCOPED_TRACE(c.flags);
+    const std::string out = dir + "/boltrt-" + std::to_string(i) + ".gguf";
+    std::string log;
+    ASSERT_EQ(test::run_command(
+                  test::cli_path() + " quantize " + c.flags + " " + in + " " + out + " Q4_K_M -t 2",
+                  &log),
+              0)
+        << log;
+    check_output(in, out, FileType::Q4_K_M, c.overrides);
+    bool found = false;
+    const auto written = gguf::File::open(out);
+    for (const auto& t : written->tensors()) {
+      if (t.name != c.expect_tensor) continue;
+      found = true;
+      EXPECT_EQ(type_traits(t.type).name, type_traits(c.expect_type).name);
+    }
+    EXPECT_TRUE(found) << c.expect_tensor;
+    if (bin.empty()) continue;
+    const std::string ref = dir + "/llama-" + std::to_string(i) + ".gguf";
+    ASSERT_EQ(test::run_command(
+                  bin + "/llama-quantize " + c.flags + " " + in + " " + ref + " Q4_K_M 2", &log),
+              0)
+        << log;
+    EXPECT_TRUE(read_all(out) == read_all(ref)) << "output differs from llama-quantize's " << ref;
+  }
+  std::filesystem::remove_all(dir);
+  if (bin.empty()) {
+    GTEST_SKIP() << "llama-ref not built (~/.cache/llama-ref/build/bin): skipped the comparison "
+                    "with llama-quantize";
+  }
+}
+
+TEST(QuantizeModelCli, BadTypeOverridesAreOneLineErrors) {
+  const std::string dir = test::scratch_dir("quantize-override-errors");
+  const std::string in = synth(dir, "tiny", "f32");
+  const std::pair<const char*, const char*> cases[] = {
+      {"--tensor-type attn_v", "is not PATTERN=TYPE"},
+      {"--tensor-type =q8_0", "empty pattern"},
+      {"--tensor-type attn_v=", "has no type"},
+      {"--tensor-type 'attn_(v=q8_0'", "not a valid regular expression"},
+      {"--output-tensor-type q9_9", "unknown type 'q9_9'"},
+      {"--token-embedding-type iq2_xxs", "cannot write iq2_xxs"},
+      {"--output-tensor-type q8_K", "cannot write q8_K"},
+      // per_layer_token_embd rows are 384: not a multiple of 256, and exact types do not fall back.
+      {"--token-embedding-type q4_k", "per_layer_token_embd.weight"},
+  };
+  for (const auto& [flags, message] : cases) {
+    std::string log;
+    EXPECT_EQ(test::run_command(
+                  test::cli_path() + " quantize " + flags + " " + in + " " + dir + "/o.gguf Q4_K_M",
+                  &log),
+              1)
+        << flags;
+    EXPECT_NE(log.find("boltrt: error:"), std::string::npos) << flags << ": " << log;
+    EXPECT_NE(log.find(message), std::string::npos) << flags << ": " << log;
+    EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 1) << flags << ": " << log;
+  }
+  EXPECT_FALSE(std::ifstream(dir + "/o.gguf").good());
+  std::filesystem::remove_all(dir);
 }
 
 TEST(QuantizeModelCli, NonFiniteWeightIsRejectedWithoutOutput) {

@@ -1,10 +1,11 @@
 // Tensor type selection of llama-quantize (quant-formats.md §10), for the file types in
-// quant_mix.h, without an imatrix and without --pure / overrides.
+// quant_mix.h, with its imatrix rule and its --pure / type override options.
 #include "quant/quant_mix.h"
 
 #include <algorithm>
 #include <cctype>
 #include <climits>
+#include <regex>
 
 #include "util/error.h"
 
@@ -99,6 +100,7 @@ struct State {
   FileType ftype;
   bool falcon;
   bool has_imatrix;
+  std::optional<GgmlType> output_type;  // --output-tensor-type
   bool tied_embeddings = true;
   int n_attention_wv = 0;
   int i_attention_wv = 0;
@@ -110,6 +112,7 @@ GgmlType mix_rules(State& s, const TensorDesc& t, Category category, GgmlType ty
   const FileType f = s.ftype;
   const int64_t n_expert = std::max<int64_t>(1, s.model.n_expert);
   if (category == Category::Output || (s.tied_embeddings && category == Category::TokenEmbd)) {
+    if (s.output_type) return *s.output_type;
     if (s.falcon || t.ne[0] % type_traits(type).block_size != 0) return GgmlType::Q8_0;
     return type != GgmlType::Q8_0 ? GgmlType::Q6_K : type;
   }
@@ -191,6 +194,48 @@ GgmlType shape_fallback(const TensorDesc& t, GgmlType target, bool& fell_back) {
   }
   if (ncols % type_traits(result).block_size != 0) result = GgmlType::F16;
   return result;
+}
+
+// An override that is used as given: its block size must divide the rows.
+GgmlType exact_override(const TensorDesc& t, GgmlType type, std::string_view option) {
+  const TypeTraits& traits = type_traits(type);
+  if (t.ne[0] % traits.block_size != 0) {
+    fail("quantize: {} {}: tensor '{}' has rows of {}, not a multiple of the {} block size {}",
+         option, traits.name, t.name, t.ne[0], traits.name, traits.block_size);
+  }
+  return type;
+}
+
+using Patterns = std::vector<std::pair<std::regex, GgmlType>>;
+
+const std::pair<std::regex, GgmlType>* first_match(const Patterns& patterns,
+                                                   const std::string& name) {
+  for (const auto& p : patterns) {
+    if (std::regex_search(name, p.first)) return &p;
+  }
+  return nullptr;
+}
+
+// Steps 2-5 of §10.1 for a quantizable tensor.
+GgmlType choose_type(State& s, const TensorDesc& t, const TypeOverrides& ov,
+                     const Patterns& patterns, GgmlType default_type, bool& fell_back) {
+  const Category category = category_of(t.name);
+  if (ov.token_embedding_type && category == Category::TokenEmbd &&
+      !(t.name == "per_layer_token_embd.weight" && first_match(patterns, t.name))) {
+    return exact_override(t, *ov.token_embedding_type, "--token-embedding-type");
+  }
+  if (ov.output_type && category == Category::Output) {
+    return exact_override(t, *ov.output_type, "--output-tensor-type");
+  }
+  if (!is_quantized(default_type)) return default_type;
+  GgmlType type = default_type;
+  const auto* manual = first_match(patterns, t.name);
+  if (manual) {
+    type = manual->second;
+  } else if (!ov.pure) {
+    type = mix_rules(s, t, category, type);
+  }
+  return shape_fallback(t, type, fell_back);
 }
 
 }  // namespace
@@ -300,9 +345,18 @@ bool tensor_allows_quantization(const TensorDesc& t) {
   return name != "position_embd.weight" && name != "token_types.weight";
 }
 
-std::vector<TensorPlan> plan_quantization(const ModelDesc& model, FileType ftype,
-                                          bool has_imatrix) {
+std::vector<TensorPlan> plan_quantization(const ModelDesc& model, FileType ftype, bool has_imatrix,
+                                          const TypeOverrides& overrides) {
   const GgmlType default_type = file_type_default(ftype);
+  Patterns patterns;
+  for (const auto& [pattern, type] : overrides.tensor_types) {
+    try {
+      patterns.emplace_back(std::regex(pattern), type);
+    } catch (const std::regex_error& e) {
+      fail("quantize: --tensor-type pattern '{}' is not a valid regular expression ({})", pattern,
+           e.what());
+    }
+  }
   std::vector<size_t> order(model.tensors.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
@@ -312,7 +366,7 @@ std::vector<TensorPlan> plan_quantization(const ModelDesc& model, FileType ftype
     return la != lb ? la < lb : na < nb;
   });
 
-  State s{model, ftype, model.arch == "falcon", has_imatrix};
+  State s{model, ftype, model.arch == "falcon", has_imatrix, overrides.output_type};
   for (const TensorDesc& t : model.tensors) {
     const Category c = category_of(t.name);
     if (is_attn_v_like(c)) ++s.n_attention_wv;
@@ -327,14 +381,7 @@ std::vector<TensorPlan> plan_quantization(const ModelDesc& model, FileType ftype
     p.index = index;
     p.target = t.type;
     p.quantizable = tensor_allows_quantization(t);
-    if (p.quantizable) {
-      GgmlType type = default_type;
-      if (is_quantized(default_type)) {
-        type = mix_rules(s, t, category_of(t.name), type);
-        type = shape_fallback(t, type, p.fallback);
-      }
-      p.target = type;
-    }
+    if (p.quantizable) p.target = choose_type(s, t, overrides, patterns, default_type, p.fallback);
     plans.push_back(p);
   }
   return plans;

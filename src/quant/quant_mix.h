@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "quant/ggml_type.h"
@@ -51,6 +52,24 @@ struct ModelDesc {
   std::vector<TensorDesc> tensors;
 };
 
+// The user's choices that take precedence over the mix (llama-quantize's options of the same
+// names, quant-formats.md §10.1 step 2), in this order of precedence:
+//  * token_embedding_type: token_embd.weight and per_layer_token_embd.weight (the latter unless a
+//    tensor_types pattern matches its name); exact, no shape fallback.
+//  * output_type: output.weight, exact; with tied embeddings (no output.weight) and no
+//    token_embedding_type it also replaces the mix's type for the token embeddings.
+//  * tensor_types: (regex, type) pairs; the first pattern found anywhere in a quantizable tensor's
+//    name (std::regex_search, ECMAScript) gives its type instead of the mix.
+//  * pure: every other quantizable tensor gets the file type's default type (no mix rules).
+// Overridden tensors still take the shape fallback, and (like `pure`) do not advance the mix's
+// attn_v / ffn_down counters.
+struct TypeOverrides {
+  bool pure = false;
+  std::optional<GgmlType> output_type;
+  std::optional<GgmlType> token_embedding_type;
+  std::vector<std::pair<std::string, GgmlType>> tensor_types;
+};
+
 struct TensorPlan {
   size_t index = 0;  // into ModelDesc::tensors
   GgmlType target = GgmlType::F32;
@@ -63,8 +82,11 @@ struct TensorPlan {
 // number is out of range in a MoE model (as llama.cpp does).
 // has_imatrix: an importance matrix is used, which changes one rule (Q4_0/Q5_0 files get
 // Q4_1/Q5_1 for ffn_down in the first n_layer/8 layers).
+// Throws boltrt::Error for an invalid tensor_types pattern, or for an exact override
+// (token_embedding_type, output_type) whose block size does not divide the tensor's rows.
 std::vector<TensorPlan> plan_quantization(const ModelDesc& model, FileType ftype,
-                                          bool has_imatrix = false);
+                                          bool has_imatrix = false,
+                                          const TypeOverrides& overrides = {});
 
 // Whether llama-quantize would quantize this tensor at all (§10.1 step 1).
 bool tensor_allows_quantization(const TensorDesc& t);

@@ -58,7 +58,7 @@ QuantizeSummary quantize_model(const std::string& in_path, const std::string& ou
   Imatrix imatrix;
   const bool has_imatrix = !options.imatrix_path.empty();
   if (has_imatrix) imatrix = load_imatrix(options.imatrix_path);
-  const std::vector<TensorPlan> plans = plan_quantization(model, options.ftype, has_imatrix);
+  const std::vector<TensorPlan> plans = plan_quantization(model, options.ftype, has_imatrix, options.overrides);
 
   gguf::Writer writer(32);
   for (const gguf::KeyValue& kv : in->metadata()) {

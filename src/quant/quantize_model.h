@@ -31,6 +31,7 @@ struct QuantizeOptions {
   int threads = 1;
   bool allow_requantize = false;  // convert already-quantized tensors (as llama-quantize's flag)
   std::string imatrix_path;       // llama-imatrix GGUF file (optional), as --imatrix
+  TypeOverrides overrides;  // --pure, --output-tensor-type, --token-embedding-type, --tensor-type
   std::function<void(const QuantizeProgress&)> progress;  // optional, called from one thread
 };
 

@@ -2,6 +2,14 @@
 
 #if defined(__x86_64__) || defined(_M_X64)
 #include <cpuid.h>
+#elif defined(__aarch64__) && defined(__linux__)
+#include <sys/auxv.h>
+#ifndef HWCAP_ASIMD
+#define HWCAP_ASIMD (1ul << 1)
+#endif
+#ifndef HWCAP_ASIMDDP
+#define HWCAP_ASIMDDP (1ul << 20)
+#endif
 #endif
 
 namespace boltrt {
@@ -23,6 +31,12 @@ const CpuFeatures& cpu_features() {
     unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
     if (__get_cpuid(1, &eax, &ebx, &ecx, &edx)) f.f16c = (ecx & (1u << 29)) != 0;  // CPUID.1:ECX.29
     if (__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx)) f.avx512bf16 = (eax & (1u << 5)) != 0;
+#elif defined(__aarch64__) && defined(__linux__)
+    const unsigned long hwcap = getauxval(AT_HWCAP);
+    f.neon = (hwcap & HWCAP_ASIMD) != 0;
+    f.dotprod = f.neon && (hwcap & HWCAP_ASIMDDP) != 0;
+#elif defined(__aarch64__)
+    f.neon = true;  // mandatory in AArch64; the dot product is only trusted from Linux's HWCAP
 #endif
     return f;
   }();

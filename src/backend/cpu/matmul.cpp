@@ -18,11 +18,23 @@ namespace {
 
 SimdLevel best_supported_level() {
   const CpuFeatures& f = cpu_features();
+  if (f.neon) return f.dotprod ? SimdLevel::NeonDot : SimdLevel::Neon;
   const bool avx2 = f.avx2 && f.fma && f.f16c && f.bmi2;
   const bool avx512 = avx2 && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq && f.avx512vnni;
   if (avx512) return SimdLevel::Avx512;
   if (avx2) return SimdLevel::Avx2;
   return SimdLevel::Scalar;
+}
+
+bool is_arm_level(SimdLevel level) {
+  return level == SimdLevel::Neon || level == SimdLevel::NeonDot;
+}
+
+// The highest supported level at or below `level`; another architecture's levels give scalar.
+SimdLevel clamp_level(SimdLevel level) {
+  const SimdLevel best = best_supported_level();
+  if (is_arm_level(level) != is_arm_level(best)) return SimdLevel::Scalar;
+  return static_cast<int>(level) > static_cast<int>(best) ? best : level;
 }
 
 SimdLevel initial_level() {
@@ -33,7 +45,9 @@ SimdLevel initial_level() {
     if (want == "scalar") asked = SimdLevel::Scalar;
     if (want == "avx2") asked = SimdLevel::Avx2;
     if (want == "avx512") asked = SimdLevel::Avx512;
-    if (static_cast<int>(asked) < static_cast<int>(level)) level = asked;
+    if (want == "neon") asked = SimdLevel::Neon;
+    if (want == "neon-dotprod") asked = SimdLevel::NeonDot;
+    level = clamp_level(asked);
   }
   return level;
 }
@@ -48,6 +62,9 @@ cpu::GemmFn pick_kernel(SimdLevel level, GgmlType type) {
 #if defined(__x86_64__) || defined(_M_X64)
   if (level == SimdLevel::Avx512) fn = cpu::avx512_gemm(type);
   if (!fn && level != SimdLevel::Scalar) fn = cpu::avx2_gemm(type);
+#elif defined(__aarch64__)
+  if (level == SimdLevel::NeonDot) fn = cpu::neon_dotprod_gemm(type);
+  if (!fn && level != SimdLevel::Scalar) fn = cpu::neon_gemm(type);
 #else
   (void)level;
 #endif
@@ -56,14 +73,21 @@ cpu::GemmFn pick_kernel(SimdLevel level, GgmlType type) {
 
 }  // namespace
 
+cpu::ConvertFn cpu::activation_converter(SimdLevel level) {
+#if defined(__aarch64__)
+  if (is_arm_level(level)) return &cpu::neon_convert_activation_row;
+#else
+  (void)level;
+#endif
+  return &cpu::convert_activation_row;
+}
+
 SimdLevel simd_level() {
   return level_state().load(std::memory_order_relaxed);
 }
 
 void set_simd_level(SimdLevel level) {
-  const SimdLevel best = best_supported_level();
-  if (static_cast<int>(level) > static_cast<int>(best)) level = best;
-  level_state().store(level, std::memory_order_relaxed);
+  level_state().store(clamp_level(level), std::memory_order_relaxed);
 }
 
 const char* simd_level_name(SimdLevel level) {
@@ -74,6 +98,10 @@ const char* simd_level_name(SimdLevel level) {
       return "avx2";
     case SimdLevel::Avx512:
       return "avx512";
+    case SimdLevel::Neon:
+      return "neon";
+    case SimdLevel::NeonDot:
+      return "neon-dotprod";
   }
   return "?";
 }
@@ -106,6 +134,7 @@ void matmul_rows(const WeightView& w, int64_t row_begin, int64_t row_end, const 
   if (!w.data || !x || !y) fail("matmul: null weight, activation or output pointer");
 
   // Activations in the weight type's vec_dot format; one buffer per calling thread, reused.
+  const SimdLevel level = simd_level();
   const cpu::ActFormat format = cpu::activation_format(w.type);
   const size_t a_stride = cpu::activation_row_bytes(format, w.cols);
   const uint8_t* a = reinterpret_cast<const uint8_t*>(x);
@@ -113,9 +142,10 @@ void matmul_rows(const WeightView& w, int64_t row_begin, int64_t row_end, const 
   if (format != cpu::ActFormat::F32) {
     act_buffer.resize(a_stride * static_cast<size_t>(batch));
     uint8_t* dst = act_buffer.data();
+    const cpu::ConvertFn convert_row = cpu::activation_converter(level);
     auto convert = [&](int64_t b0, int64_t b1, int) {
       for (int64_t b = b0; b < b1; ++b) {
-        cpu::convert_activation_row(format, x + b * w.cols, dst + b * a_stride, w.cols);
+        convert_row(format, x + b * w.cols, dst + b * a_stride, w.cols);
       }
     };
     if (pool && batch >= 4) {
@@ -126,7 +156,7 @@ void matmul_rows(const WeightView& w, int64_t row_begin, int64_t row_end, const 
     a = act_buffer.data();
   }
 
-  const cpu::GemmFn gemm = pick_kernel(simd_level(), w.type);
+  const cpu::GemmFn gemm = pick_kernel(level, w.type);
   const uint8_t* w0 = static_cast<const uint8_t*>(w.data) + row_begin * w.row_stride;
   auto run_rows = [&](int64_t r0, int64_t r1, int) {
     cpu::GemmTile tile;

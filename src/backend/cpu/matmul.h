@@ -6,8 +6,9 @@
 // Activations are quantized once per call to the 8-bit block type ggml pairs with W's type
 // (Q8_0 for legacy blocks, Q8_K for k-quants) exactly as llama.cpp's x86 path does, so results
 // match llama.cpp's; float weights (F32/F16/BF16) multiply f32 activations directly.
-// The SIMD level (scalar / AVX2 / AVX-512) is chosen once at run time; BOLTRT_SIMD=scalar|avx2|
-// avx512 lowers it (tests use set_simd_level to compare levels). AVX-512 needs F/BW/VL/DQ/VNNI.
+// The SIMD level (scalar / AVX2 / AVX-512 on x86-64, scalar / NEON / NEON with dotprod on aarch64)
+// is chosen once at run time; BOLTRT_SIMD=scalar|avx2|avx512|neon|neon-dotprod lowers it (tests
+// use set_simd_level to compare levels). AVX-512 needs F/BW/VL/DQ/VNNI.
 //
 // Kernels (matmul_scalar.cpp, matmul_x86_kernels.h, matmul_avx512.cpp): the scalar reference
 // mirrors ggml's generic dot products; the AVX2 kernels take one weight row against up to 4
@@ -36,7 +37,8 @@ struct WeightView {
   size_t row_stride = 0;  // bytes between rows (row_size(type, cols) when packed)
 };
 
-enum class SimdLevel { Scalar, Avx2, Avx512 };
+// Neon is plain Advanced SIMD (every aarch64 CPU), NeonDot adds the dot-product extension.
+enum class SimdLevel { Scalar, Avx2, Avx512, Neon, NeonDot };
 SimdLevel simd_level();                // the level in use
 void set_simd_level(SimdLevel level);  // for tests and benchmarks; clamps to what the CPU has
 const char* simd_level_name(SimdLevel level);

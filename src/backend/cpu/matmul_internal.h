@@ -52,6 +52,14 @@ using GemmFn = void (*)(const GemmTile& tile);
 GemmFn scalar_gemm(GgmlType type);
 GemmFn avx2_gemm(GgmlType type);
 GemmFn avx512_gemm(GgmlType type);
+GemmFn neon_gemm(GgmlType type);          // aarch64 only
+GemmFn neon_dotprod_gemm(GgmlType type);  // aarch64 only, CPUs with HWCAP_ASIMDDP
+
+// Activation conversion of one level; every level produces convert_activation_row's bytes.
+using ConvertFn = void (*)(ActFormat format, const float* x, void* dst, int64_t n);
+ConvertFn activation_converter(SimdLevel level);
+void neon_convert_activation_row(ActFormat format, const float* x, void* dst,
+                                 int64_t n);  // aarch64 only
 
 // The scalar reference dot product of one weight row with one converted activation row.
 float scalar_vec_dot(GgmlType type, int64_t cols, const void* w_row, const void* a_row);

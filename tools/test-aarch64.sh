@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# The op tests on 64-bit ARM: cross-compiles them with Debian's g++-aarch64-linux-gnu and runs
+# them under qemu-user, so the NEON kernels (plain and dotprod) are checked against the scalar
+# reference on every CI run without ARM hardware.
+#   1. installs the cross compiler and qemu-user-static with apt-get when missing
+#   2. builds GoogleTest for aarch64 from Debian's shipped source (/usr/src/googletest; the
+#      libgtest-dev libraries are x86 only) and makes header-only stand-ins for fmt, CLI11 and
+#      nlohmann_json (their headers are architecture-independent; fmt runs in FMT_HEADER_ONLY mode)
+#   3. configures a cross build (cmake/aarch64-linux-gnu.cmake, no CUDA, no benchmarks) and builds
+#      only the op test binaries
+#   4. runs them under qemu with qemu's default CPU (NEON + dotprod; the tests also run the plain
+#      NEON level), then the matmul test again on a CPU without dotprod (Cortex-A53), checking
+#      that run-time detection picks plain NEON there.
+# Usage: tools/test-aarch64.sh          JOBS=N overrides the build parallelism (default nproc).
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+JOBS=${JOBS:-$(nproc)}
+B=build/aarch64
+DEPS=$ROOT/$B/deps
+SYSROOT=/usr/aarch64-linux-gnu
+TESTS=(test_matmul test_quant_golden test_quant_edge test_quant_types test_quant_tensor
+       test_quant_validate test_dequant_sub32 test_fp16 test_gemma4_ops test_thread_pool)
+start=$(date +%s)
+stamp() { echo "== aarch64 $(($(date +%s) - start))s: $*"; }
+
+# ---- 1. packages -------------------------------------------------------------------------------
+missing=()
+command -v aarch64-linux-gnu-g++ >/dev/null 2>&1 || missing+=(g++-aarch64-linux-gnu)
+command -v qemu-aarch64-static >/dev/null 2>&1 || command -v qemu-aarch64 >/dev/null 2>&1 ||
+  missing+=(qemu-user-static)
+[[ -f /usr/src/googletest/CMakeLists.txt ]] || missing+=(googletest)
+for p in libfmt-dev libcli11-dev nlohmann-json3-dev; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO=sudo
+  stamp "installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+QEMU=$(command -v qemu-aarch64-static || command -v qemu-aarch64)
+export QEMU_LD_PREFIX=$SYSROOT
+
+# ---- 2. dependencies for the target ----------------------------------------------------------
+TOOLCHAIN=$ROOT/cmake/aarch64-linux-gnu.cmake
+if [[ ! -f $DEPS/lib/cmake/GTest/GTestConfig.cmake ]]; then
+  stamp "GoogleTest for aarch64 (from /usr/src/googletest)"
+  cmake -S /usr/src/googletest -B "$B/googletest" -G Ninja -DCMAKE_TOOLCHAIN_FILE="$TOOLCHAIN" \
+    -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX="$DEPS" -DCMAKE_INSTALL_LIBDIR=lib \
+    -DINSTALL_GTEST=ON >/dev/null
+  cmake --build "$B/googletest" -j"$JOBS" >/dev/null
+  cmake --install "$B/googletest" >/dev/null
+fi
+# Header-only packages: only their own header folders are exposed (adding the host's /usr/include
+# to a cross build would mix the host's C library headers into the target's).
+mkdir -p "$DEPS/include"
+for h in fmt CLI nlohmann; do ln -sfn "/usr/include/$h" "$DEPS/include/$h"; done
+header_only_package() {  # name, target, version, compile definitions
+  local dir=$DEPS/lib/cmake/$1
+  mkdir -p "$dir"
+  cat >"$dir/$1Config.cmake" <<EOF
+if(NOT TARGET $2)
+  add_library($2 INTERFACE IMPORTED)
+  set_target_properties($2 PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "$DEPS/include"
+                                      INTERFACE_COMPILE_DEFINITIONS "$4")
+endif()
+EOF
+  cat >"$dir/$1ConfigVersion.cmake" <<EOF
+set(PACKAGE_VERSION $3)
+if(PACKAGE_FIND_VERSION_MAJOR AND NOT PACKAGE_FIND_VERSION_MAJOR EQUAL ${3%%.*})
+  set(PACKAGE_VERSION_COMPATIBLE FALSE)
+else()
+  set(PACKAGE_VERSION_COMPATIBLE TRUE)
+endif()
+EOF
+}
+header_only_package fmt fmt::fmt 9.1.0 "FMT_HEADER_ONLY=1"
+header_only_package CLI11 CLI11::CLI11 2.3.1 ""
+header_only_package nlohmann_json nlohmann_json::nlohmann_json 3.11.2 ""
+
+# ---- 3. cross build of the op tests ----------------------------------------------------------
+stamp "configure"
+cmake -S . -B "$B/boltrt" -G Ninja -DCMAKE_TOOLCHAIN_FILE="$TOOLCHAIN" -DCMAKE_BUILD_TYPE=Release \
+  -DBOLTRT_WERROR=ON -DBOLTRT_CUDA=OFF -DBOLTRT_BENCH=OFF \
+  -Dfmt_DIR="$DEPS/lib/cmake/fmt" -DCLI11_DIR="$DEPS/lib/cmake/CLI11" \
+  -Dnlohmann_json_DIR="$DEPS/lib/cmake/nlohmann_json" -DGTest_DIR="$DEPS/lib/cmake/GTest" >/dev/null
+stamp "build ${TESTS[*]}"
+cmake --build "$B/boltrt" -j"$JOBS" --target "${TESTS[@]}"
+
+# ---- 4. run under qemu -----------------------------------------------------------------------
+failed=()
+for t in "${TESTS[@]}"; do
+  stamp "run $t"
+  "$QEMU" "$B/boltrt/$t" --gtest_brief=1 || failed+=("$t")
+done
+# A CPU without dotprod: the detection must pick plain NEON, and plain NEON must pass alone.
+stamp "run test_matmul on cortex-a53 (no dotprod)"
+if out=$(QEMU_CPU=cortex-a53 "$QEMU" "$B/boltrt/test_matmul" --gtest_brief=1 2>&1); then
+  grep -q "best SIMD level: neon$" <<<"$out" || { echo "$out" | tail -n 5; failed+=("cortex-a53 level"); }
+else
+  echo "$out" | tail -n 30
+  failed+=("test_matmul on cortex-a53")
+fi
+if ((${#failed[@]})); then
+  echo "aarch64: FAILED: ${failed[*]}" >&2
+  exit 1
+fi
+stamp "all passed"
