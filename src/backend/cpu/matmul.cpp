@@ -2,6 +2,7 @@
 // thread pool and hands each thread's contiguous row range to the kernel of the chosen SIMD level.
 #include "backend/cpu/matmul.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -106,6 +107,7 @@ void matmul_rows(const WeightView& w, int64_t row_begin, int64_t row_end, const 
   if (!w.data || !x || !y) fail("matmul: null weight, activation or output pointer");
 
   // Activations in the weight type's vec_dot format; one buffer per calling thread, reused.
+  const SimdLevel level = simd_level();
   const cpu::ActFormat format = cpu::activation_format(w.type);
   const size_t a_stride = cpu::activation_row_bytes(format, w.cols);
   const uint8_t* a = reinterpret_cast<const uint8_t*>(x);
@@ -113,8 +115,19 @@ void matmul_rows(const WeightView& w, int64_t row_begin, int64_t row_end, const 
   if (format != cpu::ActFormat::F32) {
     act_buffer.resize(a_stride * static_cast<size_t>(batch));
     uint8_t* dst = act_buffer.data();
+#if defined(__x86_64__) || defined(_M_X64)
+    const bool simd_q8k = format == cpu::ActFormat::Q8_K && level == SimdLevel::Avx512;
+#else
+    const bool simd_q8k = false;
+#endif
     auto convert = [&](int64_t b0, int64_t b1, int) {
       for (int64_t b = b0; b < b1; ++b) {
+#if defined(__x86_64__) || defined(_M_X64)
+        if (simd_q8k) {
+          cpu::avx512_quantize_act_q8_k(x + b * w.cols, dst + b * a_stride, w.cols);
+          continue;
+        }
+#endif
         cpu::convert_activation_row(format, x + b * w.cols, dst + b * a_stride, w.cols);
       }
     };
@@ -126,7 +139,7 @@ void matmul_rows(const WeightView& w, int64_t row_begin, int64_t row_end, const 
     a = act_buffer.data();
   }
 
-  const cpu::GemmFn gemm = pick_kernel(simd_level(), w.type);
+  const cpu::GemmFn gemm = pick_kernel(level, w.type);
   const uint8_t* w0 = static_cast<const uint8_t*>(w.data) + row_begin * w.row_stride;
   auto run_rows = [&](int64_t r0, int64_t r1, int) {
     cpu::GemmTile tile;
@@ -147,9 +160,36 @@ void matmul_rows(const WeightView& w, int64_t row_begin, int64_t row_end, const 
       static_cast<double>(n_rows) * static_cast<double>(w.row_stride) * static_cast<double>(batch);
   if (!pool || pool->size() == 1 || work_bytes < 16 * 1024) {
     run_rows(0, n_rows, 0);
-  } else {
-    pool->parallel_for(n_rows, 4, run_rows);
+    return;
   }
+  // Threads take chunks of rows from a shared counter rather than one fixed share each, so on a
+  // shared machine a thread that is preempted or slower does not hold the others up at the end
+  // of every matmul. Chunks shrink as the work runs out (a fraction of what is left, down to
+  // about kMinChunkBytes of weights), so the threads finish within a small chunk of each other.
+  // Chunk starts and sizes are multiples of 16 rows (the AVX-512 lane kernels' row group).
+  constexpr double kMinChunkBytes = 32 * 1024;
+  const int64_t n_threads = pool->size();
+  const double row_bytes = static_cast<double>(w.row_stride) * static_cast<double>(batch);
+  const int64_t min_chunk = std::max<int64_t>(
+      16, (static_cast<int64_t>(kMinChunkBytes / std::max(1.0, row_bytes)) + 15) / 16 * 16);
+  if (n_rows <= min_chunk) {
+    run_rows(0, n_rows, 0);
+    return;
+  }
+  std::atomic<int64_t> next{0};
+  pool->run([&](int thread) {
+    int64_t r0 = next.load(std::memory_order_relaxed);
+    for (;;) {
+      if (r0 >= n_rows) return;
+      const int64_t share = (n_rows - r0) / (2 * n_threads);
+      const int64_t size = std::max(min_chunk, (share + 15) / 16 * 16);
+      const int64_t r1 = std::min(n_rows, r0 + size);
+      if (next.compare_exchange_weak(r0, r1, std::memory_order_relaxed)) {
+        run_rows(r0, r1, thread);
+        r0 = next.load(std::memory_order_relaxed);
+      }
+    }
+  });
 }
 
 }  // namespace boltrt
