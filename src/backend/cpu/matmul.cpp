@@ -177,7 +177,7 @@ void matmul_rows(const WeightView& w, int64_t row_begin, int64_t row_end, const 
     return;
   }
   std::atomic<int64_t> next{0};
-  pool->run([&](int thread) {
+  pool->run_shared([&](int thread) {
     int64_t r0 = next.load(std::memory_order_relaxed);
     for (;;) {
       if (r0 >= n_rows) return;
