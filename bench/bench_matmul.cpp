@@ -2,7 +2,7 @@
 // process, so each batch-1 figure is also a fraction of this machine's read bandwidth.
 //
 //   bench_matmul [threads=physical cores] [--quick] [--types q4_0,q4_K,...] [--simd
-//   scalar|avx2|avx512]
+//   scalar|avx2|avx512] [--batch1]   (--batch1: decode's batch 1 only)
 //
 // Batch 1 is reported as GB/s of weight bytes read (decode is bandwidth bound) and as a
 // percentage of a plain streaming read of the same weight buffers, timed the same way (best of
@@ -130,11 +130,14 @@ struct Shape {
 int main(int argc, char** argv) {
   int threads = physical_core_count();
   bool quick = false;
+  bool batch1_only = false;
   std::vector<GgmlType> types = {GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q8_0};
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--quick") {
       quick = true;
+    } else if (arg == "--batch1") {
+      batch1_only = true;
     } else if (arg == "--cpu-time") {
       g_cpu_time = true;
     } else if (arg == "--simd" && i + 1 < argc) {
@@ -237,6 +240,7 @@ int main(int argc, char** argv) {
       }
       for (const int64_t batch : {int64_t{1}, int64_t{8}, int64_t{128}}) {
         if (s.rows > 100000 && batch == 128) continue;  // the head at batch 128 takes seconds
+        if (batch1_only && batch != 1) continue;
         const auto x = test::random_activations(s.cols * batch, 7);
         std::vector<float> y(static_cast<size_t>(s.rows * batch));
         const double macs =

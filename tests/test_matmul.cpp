@@ -403,6 +403,36 @@ TEST(Matmul, ActivationConversionBitExactAtEveryLevel) {
   set_simd_level(saved);
 }
 
+// The AVX-512 Q8_K activation quantizer must give the scalar quantizer's bytes exactly (the
+// matmul results of every level are compared against the scalar path's activations): random
+// rows, a zero block, ties of +amax and -amax in either order, values that round to +-127.5.
+TEST(Matmul, SimdQ8KActivationsEqualScalar) {
+  const SimdLevel saved = simd_level();
+  set_simd_level(SimdLevel::Avx512);
+  const bool have = simd_level() == SimdLevel::Avx512;
+  set_simd_level(saved);
+  if (!have) GTEST_SKIP() << "no AVX-512 VNNI on this CPU";
+#if defined(__x86_64__)
+  const int64_t n = 256 * 6;
+  std::vector<float> x = random_activations(n, 5);
+  for (int64_t i = 256; i < 512; ++i) x[static_cast<size_t>(i)] = 0.0f;  // block 1: all zero
+  x[512 + 3] = -9.0f;  // block 2: -amax first, then +amax
+  x[512 + 200] = 9.0f;
+  x[768 + 10] = 9.0f;  // block 3: +amax first
+  x[768 + 11] = -9.0f;
+  for (int64_t i = 1024; i < 1280; ++i) {  // block 4: codes at exact .5 (round to even)
+    x[static_cast<size_t>(i)] = static_cast<float>(i % 255 - 127) + 0.5f;
+  }
+  x[1024] = 127.0f;
+  x[1280 + 7] = 1e-30f;  // block 5: tiny values
+  const size_t bytes = cpu::activation_row_bytes(cpu::ActFormat::Q8_K, n);
+  std::vector<uint8_t> scalar(bytes), simd(bytes, 0xAB);
+  cpu::convert_activation_row(cpu::ActFormat::Q8_K, x.data(), scalar.data(), n);
+  cpu::avx512_quantize_act_q8_k(x.data(), simd.data(), n);
+  for (size_t i = 0; i < bytes; ++i) ASSERT_EQ(simd[i], scalar[i]) << "byte " << i;
+#endif
+}
+
 TEST(Matmul, RejectsBadShapesAndTypes) {
   std::vector<uint8_t> data(4096);
   std::vector<float> x(512), y(64);

@@ -55,4 +55,44 @@ TEST(ThreadPool, ExceptionsReachTheCallerAfterAllThreadsFinish) {
   EXPECT_EQ(ran.load(), 3);
 }
 
+// run_shared: work taken from a shared counter is done exactly once whichever threads join, the
+// thread indices are in range, and it interleaves with run() and parallel_for on the same pool
+// (a worker that missed a shared job must not run the next job twice).
+TEST(ThreadPool, RunSharedDoesEachPieceOnceAndMixesWithRun) {
+  for (int threads : {1, 2, 3}) {
+    ThreadPool pool(threads);
+    for (int round = 0; round < 2000; ++round) {
+      const int64_t n = round % 7 == 0 ? 1 : 64;
+      std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+      std::atomic<int64_t> next{0};
+      pool.run_shared([&](int t) {
+        EXPECT_GE(t, 0);
+        EXPECT_LT(t, threads);
+        for (int64_t i; (i = next.fetch_add(1)) < n;) hits[static_cast<size_t>(i)]++;
+      });
+      for (auto& h : hits) ASSERT_EQ(h.load(), 1);
+      if (round % 3 == 0) {
+        std::atomic<int> mask{0}, calls{0};
+        pool.run([&](int t) {
+          mask |= 1 << t;
+          calls++;
+        });
+        ASSERT_EQ(mask.load(), (1 << threads) - 1);
+        ASSERT_EQ(calls.load(), threads);
+      }
+    }
+  }
+}
+
+TEST(ThreadPool, RunSharedPassesExceptionsOn) {
+  ThreadPool pool(2);
+  EXPECT_THROW(pool.run_shared([](int t) {
+    if (t == 0) throw std::runtime_error("job failed");
+  }),
+               std::runtime_error);
+  std::atomic<int> ran{0};
+  pool.run([&](int) { ran++; });
+  EXPECT_EQ(ran.load(), 2);
+}
+
 }  // namespace boltrt

@@ -3,7 +3,8 @@
 #   1. setup (Debian packages), test data that scripts make (never committed)
 #   2. Release build, warnings as errors, CUDA compiled when nvcc exists; all tests
 #   3. clang ASan+UBSan build; all tests
-#   4. libFuzzer run of the GGUF reader
+#   4. aarch64 cross build, op tests (NEON kernels) under qemu-user
+#   5. libFuzzer run of the GGUF reader
 # Usage: tools/test.sh [--quick]   (--quick: Release build and tests only)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -29,6 +30,10 @@ ctest --test-dir build/ci-release --output-on-failure -j"$JOBS"
 stamp "Release tests passed ($(disk))"
 
 if ((QUICK)); then stamp "done (quick)"; exit 0; fi
+
+stamp "aarch64 cross build + op tests under qemu ($(disk))"
+JOBS="$JOBS" tools/test-aarch64.sh
+find build/aarch64 -name '*.o' -delete
 
 # The Release objects are not needed any more; free their disk for the sanitizer build.
 find build/ci-release -name '*.o' -delete

@@ -34,6 +34,9 @@ namespace {
 // How long an idle worker polls for the next job before it sleeps.
 constexpr std::chrono::microseconds kSpin{200};
 
+// state_ = job number * kJobStep | kShared (a run_shared job) | kOpen (workers may join).
+constexpr uint64_t kOpen = 1, kShared = 2, kJobStep = 4;
+
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
@@ -52,61 +55,85 @@ ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stop_ = true;
-    generation_.fetch_add(1, std::memory_order_release);
+    state_.store((state_.load(std::memory_order_relaxed) / kJobStep + 1) * kJobStep,
+                 std::memory_order_release);  // a new job number, not open: workers exit
   }
   wake_.notify_all();
   for (auto& w : workers_) w.join();
 }
 
 void ThreadPool::worker_loop(int index) {
-  uint64_t seen = 0;
+  uint64_t seen = 0;  // job numbers start at 1
   for (;;) {
     // Spin first: the next job usually follows within microseconds.
-    uint64_t now = generation_.load(std::memory_order_acquire);
-    if (now == seen) {
+    uint64_t now = state_.load(std::memory_order_acquire);
+    if (now / kJobStep == seen) {
       const auto deadline = std::chrono::steady_clock::now() + kSpin;
-      for (int i = 0; now == seen; ++i) {
+      for (int i = 0; now / kJobStep == seen; ++i) {
         cpu_relax();
-        now = generation_.load(std::memory_order_acquire);
+        now = state_.load(std::memory_order_acquire);
         if ((i & 255) == 255 && std::chrono::steady_clock::now() > deadline) break;
       }
     }
-    if (now == seen) {
+    if (now / kJobStep == seen) {
       std::unique_lock<std::mutex> lock(mutex_);
       ++sleepers_;
-      wake_.wait(lock, [&] { return generation_.load(std::memory_order_acquire) != seen; });
+      wake_.wait(lock, [&] { return state_.load(std::memory_order_acquire) / kJobStep != seen; });
       --sleepers_;
-      now = generation_.load(std::memory_order_acquire);
+      now = state_.load(std::memory_order_acquire);
       if (stop_) return;
     }
-    seen = now;
-    const std::function<void(int)>* job = job_.load(std::memory_order_acquire);
-    if (job == nullptr) {  // the destructor's wake-up
+    seen = now / kJobStep;
+    if ((now & kOpen) == 0) {  // a closed shared job, or the destructor's wake-up
       std::lock_guard<std::mutex> lock(mutex_);
       if (stop_) return;
       continue;
     }
+    const std::function<void(int)>* job = job_.load(std::memory_order_acquire);
+    const bool shared = (now & kShared) != 0;
+    if (shared) {
+      // Join only while the job is still the one we saw and open; the caller closes it and then
+      // waits for active_ to drop to 0 (both sides seq_cst, so one of them sees the other).
+      active_.fetch_add(1, std::memory_order_seq_cst);
+      if (state_.load(std::memory_order_seq_cst) != now) {
+        active_.fetch_sub(1, std::memory_order_release);
+        continue;
+      }
+      job = job_.load(std::memory_order_acquire);
+    }
+    if (job == nullptr) continue;  // not reachable: job_ is set before a job opens
     try {
       (*job)(index);
     } catch (...) {
       std::lock_guard<std::mutex> lock(mutex_);
       if (!error_) error_ = std::current_exception();
     }
-    pending_.fetch_sub(1, std::memory_order_acq_rel);
+    (shared ? active_ : pending_).fetch_sub(1, std::memory_order_acq_rel);
   }
 }
 
 void ThreadPool::run(const std::function<void(int)>& fn) {
+  dispatch(fn, false);
+}
+
+void ThreadPool::run_shared(const std::function<void(int)>& fn) {
+  dispatch(fn, true);
+}
+
+void ThreadPool::dispatch(const std::function<void(int)>& fn, bool shared) {
   if (n_threads_ == 1) {
     fn(0);
     return;
   }
   job_.store(&fn, std::memory_order_relaxed);
-  pending_.store(n_threads_ - 1, std::memory_order_relaxed);
+  pending_.store(shared ? 0 : n_threads_ - 1, std::memory_order_relaxed);
   bool wake = false;
+  uint64_t open = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    generation_.fetch_add(1, std::memory_order_release);
+    open = (state_.load(std::memory_order_relaxed) / kJobStep + 1) * kJobStep | kOpen |
+           (shared ? kShared : 0);
+    state_.store(open, std::memory_order_seq_cst);
     wake = sleepers_ > 0;
   }
   if (wake) wake_.notify_all();
@@ -116,14 +143,19 @@ void ThreadPool::run(const std::function<void(int)>& fn) {
   } catch (...) {
     error = std::current_exception();
   }
-  // Wait for every worker even when fn threw: they still reference fn.
-  for (int i = 0; pending_.load(std::memory_order_acquire) != 0; ++i) {
-    if (i < 100000) {
+  // Wait for every worker that runs fn, even when fn threw: they still reference it. A worker
+  // the OS has descheduled can take long: spin briefly, then yield the core to it.
+  // A run() job stays open until every worker has run it; a shared one closes now.
+  std::atomic<int>& running = shared ? active_ : pending_;
+  if (shared) state_.store(open & ~kOpen, std::memory_order_seq_cst);
+  for (int i = 0; running.load(std::memory_order_seq_cst) != 0; ++i) {
+    if (i < 4000) {
       cpu_relax();
     } else {
       std::this_thread::yield();
     }
   }
+  if (!shared) state_.store(open & ~kOpen, std::memory_order_relaxed);
   job_.store(nullptr, std::memory_order_relaxed);
   {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -5,6 +5,11 @@
 // Workers spin on an atomic job counter for a short while after each job before sleeping on a
 // condition variable: decode issues a parallel op every few microseconds, and a futex wake-up
 // per op would cost about as much as a small matmul. Idle pools fall asleep after kSpin.
+//
+// run_shared is for jobs whose threads share the work through their own counter (matmul's row
+// chunks): a worker that has not joined by the time the caller's own call returns skips the job,
+// so the caller never waits for a thread that the OS has not scheduled yet, only for the ones
+// still finishing a piece of work.
 #pragma once
 #include <atomic>
 #include <condition_variable>
@@ -34,6 +39,11 @@ class ThreadPool {
   // throws, the first exception is rethrown here after all threads have finished.
   void run(const std::function<void(int thread)>& fn);
 
+  // Runs fn(thread_index) on the calling thread (index 0) and on each worker that joins before
+  // the caller's call returns; waits for those. fn must take its work from a shared counter, as
+  // any thread may be absent. Exceptions as in run().
+  void run_shared(const std::function<void(int thread)>& fn);
+
   // Splits [0, n) into size() contiguous chunks, aligned to `grain`, and runs
   // fn(begin, end, thread) for each non-empty chunk. Waits for all.
   void parallel_for(int64_t n, int64_t grain,
@@ -41,17 +51,21 @@ class ThreadPool {
 
  private:
   void worker_loop(int index);
+  void dispatch(const std::function<void(int)>& fn, bool shared);
 
   int n_threads_;
   std::vector<std::thread> workers_;
   std::mutex mutex_;
   std::condition_variable wake_;
   std::atomic<const std::function<void(int)>*> job_{nullptr};
-  std::atomic<uint64_t> generation_{0};  // bumped once per job
-  std::atomic<int> pending_{0};          // workers still running the current job
-  int sleepers_ = 0;                     // workers blocked on wake_ (guarded by mutex_)
-  bool stop_ = false;                    // guarded by mutex_
-  std::exception_ptr error_;             // first exception a worker threw (guarded by mutex_)
+  // Job number, shared flag and open flag (thread_pool.cpp): a new number per job; a run_shared
+  // job closes when the caller's own call returns, and workers that arrive later skip it.
+  std::atomic<uint64_t> state_{0};
+  std::atomic<int> pending_{0};  // run(): workers still to finish the current job
+  std::atomic<int> active_{0};   // run_shared(): workers inside the current job
+  int sleepers_ = 0;             // workers blocked on wake_ (guarded by mutex_)
+  bool stop_ = false;            // guarded by mutex_
+  std::exception_ptr error_;     // first exception a worker threw (guarded by mutex_)
 };
 
 }  // namespace boltrt

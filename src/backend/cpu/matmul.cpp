@@ -2,6 +2,7 @@
 // thread pool and hands each thread's contiguous row range to the kernel of the chosen SIMD level.
 #include "backend/cpu/matmul.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -73,9 +74,24 @@ cpu::GemmFn pick_kernel(SimdLevel level, GgmlType type) {
 
 }  // namespace
 
+#if defined(__x86_64__) || defined(_M_X64)
+// AVX-512 has its own Q8_K quantizer (the decode kernels' activations); the other formats are
+// cheap enough in scalar code.
+static void avx512_convert_activation_row(cpu::ActFormat format, const float* x, void* dst,
+                                          int64_t n) {
+  if (format == cpu::ActFormat::Q8_K) {
+    cpu::avx512_quantize_act_q8_k(x, dst, n);
+  } else {
+    cpu::convert_activation_row(format, x, dst, n);
+  }
+}
+#endif
+
 cpu::ConvertFn cpu::activation_converter(SimdLevel level) {
 #if defined(__aarch64__)
   if (is_arm_level(level)) return &cpu::neon_convert_activation_row;
+#elif defined(__x86_64__) || defined(_M_X64)
+  if (level == SimdLevel::Avx512) return &avx512_convert_activation_row;
 #else
   (void)level;
 #endif
@@ -177,9 +193,36 @@ void matmul_rows(const WeightView& w, int64_t row_begin, int64_t row_end, const 
       static_cast<double>(n_rows) * static_cast<double>(w.row_stride) * static_cast<double>(batch);
   if (!pool || pool->size() == 1 || work_bytes < 16 * 1024) {
     run_rows(0, n_rows, 0);
-  } else {
-    pool->parallel_for(n_rows, 4, run_rows);
+    return;
   }
+  // Threads take chunks of rows from a shared counter rather than one fixed share each, so on a
+  // shared machine a thread that is preempted or slower does not hold the others up at the end
+  // of every matmul. Chunks shrink as the work runs out (a fraction of what is left, down to
+  // about kMinChunkBytes of weights), so the threads finish within a small chunk of each other.
+  // Chunk starts and sizes are multiples of 16 rows (the AVX-512 lane kernels' row group).
+  constexpr double kMinChunkBytes = 32 * 1024;
+  const int64_t n_threads = pool->size();
+  const double row_bytes = static_cast<double>(w.row_stride) * static_cast<double>(batch);
+  const int64_t min_chunk = std::max<int64_t>(
+      16, (static_cast<int64_t>(kMinChunkBytes / std::max(1.0, row_bytes)) + 15) / 16 * 16);
+  if (n_rows <= min_chunk) {
+    run_rows(0, n_rows, 0);
+    return;
+  }
+  std::atomic<int64_t> next{0};
+  pool->run_shared([&](int thread) {
+    int64_t r0 = next.load(std::memory_order_relaxed);
+    for (;;) {
+      if (r0 >= n_rows) return;
+      const int64_t share = (n_rows - r0) / (2 * n_threads);
+      const int64_t size = std::max(min_chunk, (share + 15) / 16 * 16);
+      const int64_t r1 = std::min(n_rows, r0 + size);
+      if (next.compare_exchange_weak(r0, r1, std::memory_order_relaxed)) {
+        run_rows(r0, r1, thread);
+        r0 = next.load(std::memory_order_relaxed);
+      }
+    }
+  });
 }
 
 }  // namespace boltrt

@@ -861,7 +861,7 @@ constexpr int64_t kLaneMinBatch = BOLTRT_LANE_MIN_BATCH;
 
 template <GemmFn kLanes, GgmlType kType>
 void lanes_or_rows(const GemmTile& t) {
-  static const GemmFn rows = x86_gemm(kType);
+  static const GemmFn rows = avx512_gemv(kType) ? avx512_gemv(kType) : x86_gemm(kType);
   (t.n_act >= kLaneMinBatch ? kLanes : rows)(t);
 }
 

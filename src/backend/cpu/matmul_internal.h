@@ -60,6 +60,10 @@ using ConvertFn = void (*)(ActFormat format, const float* x, void* dst, int64_t 
 ConvertFn activation_converter(SimdLevel level);
 void neon_convert_activation_row(ActFormat format, const float* x, void* dst,
                                  int64_t n);  // aarch64 only
+// AVX-512 matrix-vector kernels for fewer than 4 activation rows (gemv_avx512.cpp), or nullptr.
+GemmFn avx512_gemv(GgmlType type);
+// convert_activation_row(ActFormat::Q8_K, ...) with AVX-512, bit-identical to it.
+void avx512_quantize_act_q8_k(const float* x, void* dst, int64_t n);
 
 // The scalar reference dot product of one weight row with one converted activation row.
 float scalar_vec_dot(GgmlType type, int64_t cols, const void* w_row, const void* a_row);
