@@ -2,8 +2,8 @@
 # The whole test suite, as CI runs it (.ci/run calls this):
 #   1. setup (Debian packages), test data that scripts make (never committed)
 #   2. Release build, warnings as errors, CUDA compiled when nvcc exists; all tests
-#   3. clang ASan+UBSan build; all tests
-#   4. aarch64 cross build, op tests (NEON kernels) under qemu-user
+#   3. aarch64 cross build, op tests (NEON kernels) under qemu-user
+#   4. clang ASan+UBSan build; all tests
 #   5. libFuzzer run of the GGUF reader
 # Usage: tools/test.sh [--quick]   (--quick: Release build and tests only)
 set -euo pipefail
