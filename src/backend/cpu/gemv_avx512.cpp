@@ -11,8 +11,8 @@
 // Integer sums per super-block are exact, as in the scalar reference (matmul_scalar.cpp); only
 // the float accumulation order differs (16 lanes, then a horizontal sum). A row's result does
 // not depend on the rows around it, the row range or the thread count.
-// GCC 12's AVX-512 headers build some results from _mm512_undefined_* and then warn about their
-// own placeholder (a known false positive, as in matmul_avx512.cpp).
+// GCC 12's AVX-512 headers build some results from _mm512_undefined_* (`__m512 __Y = __Y;`) and
+// then warn about that self-initialised vector: a known false positive, as in matmul_avx512.cpp.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"

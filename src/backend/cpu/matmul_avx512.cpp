@@ -19,7 +19,7 @@
 #include <vector>
 
 // GCC 12's AVX-512 headers build some results from _mm512_undefined_* and then warn about their
-// own placeholder (a known false positive); nothing here reads an undefined value.
+// own self-initialised vector (a known false positive); nothing here reads an undefined value.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
