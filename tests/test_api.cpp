@@ -157,6 +157,13 @@ TEST(Api, ChatWithReasoning) {
   EXPECT_EQ(budgeted.reasoning, "user [done]");  // 2 tokens, the word finished, the message
   EXPECT_EQ(budgeted.stats.reasoning_tokens, 4 + 7);
 
+  request.reasoning_budget = -1;  // a per-block cap: the fake model thinks in one block
+  request.reasoning_block_budget = 2;
+  const boltrt::Result block = session.generate(request);
+  EXPECT_EQ(block.reasoning, "user [done]");
+  EXPECT_EQ(block.stats.reasoning_tokens, 4 + 7);
+  request.reasoning_block_budget = -1;
+
   request.reasoning_budget = 0;  // no thinking tokens at all
   const boltrt::Result direct = session.generate(request);
   EXPECT_EQ(direct.reasoning, "");

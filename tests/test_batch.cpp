@@ -80,7 +80,7 @@ std::string error_of(const std::string& line) {
 TEST(BatchRequest, ParsesOpenAIStyleFields) {
   const BatchRequest r = parse_request(
       R"({"id":"q1","prompt":"Hi","max_tokens":5,"temperature":0.5,"top_p":0.9,"stop":["\n","END"],)"
-      R"("seed":7,"reasoning":"off","reasoning_budget":12,"top_k":3,"min_p":0.1,"frequency_penalty":)"
+      R"("seed":7,"reasoning":"off","reasoning_budget":12,"reasoning_block_budget":5,"top_k":3,"min_p":0.1,"frequency_penalty":)"
       R"(0.5,"presence_penalty":-1,"unknown_field":[1]})",
       3);
   EXPECT_EQ(r.line, 3);
@@ -93,6 +93,7 @@ TEST(BatchRequest, ParsesOpenAIStyleFields) {
   EXPECT_EQ(*r.seed, 7u);
   EXPECT_EQ(r.reasoning, ReasoningMode::kOff);
   EXPECT_EQ(*r.reasoning_budget, 12);
+  EXPECT_EQ(*r.reasoning_block_budget, 5);
   EXPECT_EQ(*r.top_k, 3);
   EXPECT_FLOAT_EQ(*r.min_p, 0.1f);
   EXPECT_FLOAT_EQ(*r.frequency_penalty, 0.5f);
@@ -135,6 +136,8 @@ TEST(BatchRequest, RejectsBadLinesWithOneLineReasons) {
             "field 'reasoning' must be true, false, \"on\", \"off\" or \"auto\", not \"maybe\"");
   EXPECT_EQ(error_of(R"({"id":"a","prompt":"x","reasoning_budget":-2})"),
             "field 'reasoning_budget' must be >= -1");
+  EXPECT_EQ(error_of(R"({"id":"a","prompt":"x","reasoning_block_budget":-3})"),
+            "field 'reasoning_block_budget' must be >= -1");
   EXPECT_EQ(error_of(R"({"id":"a","messages":[{"content":"x"}]})"),
             "messages[0] has no string 'role'");
   EXPECT_EQ(error_of(R"({"id":"a","prompt":"x","tools":[]})"), "field 'tools' needs 'messages'");
@@ -373,13 +376,16 @@ TEST(RunBatch, ReasoningBudgetHolds) {
                       R"("reasoning":"on","reasoning_budget":3})"
                       "\n"
                       R"({"id":"d","messages":[{"role":"user","content":"hi"}],"reasoning":"on"})"
+                      "\n"
+                      R"({"id":"e","messages":[{"role":"user","content":"hi there everyone"}],)"
+                      R"("reasoning":"on","reasoning_block_budget":3})"
                       "\n");
   auto engine = fake_engine(1, 256, 0);
   BatchOptions o = f.options();
   o.reasoning.budget_message = " (enough)";
   run_batch(*engine, o);
   const auto results = read_lines(f.output);
-  ASSERT_EQ(results.size(), 2u);
+  ASSERT_EQ(results.size(), 3u);
   const std::string reasoning = results[0]["reasoning"];
   EXPECT_EQ(reasoning.rfind("use", 0), 0u) << reasoning;
   ASSERT_GE(reasoning.size(), 9u);
@@ -388,6 +394,9 @@ TEST(RunBatch, ReasoningBudgetHolds) {
   EXPECT_EQ(results[0]["tokens"]["reasoning"], static_cast<int64_t>(reasoning.size()));
   // Without a budget the whole thought is kept.
   EXPECT_EQ(results[1]["reasoning"], "user: hi\n");
+  // The fake model thinks in one block, so a per-block budget of 3 closes it as the total did.
+  EXPECT_EQ(results[2]["reasoning"], reasoning);
+  EXPECT_EQ(results[2]["tokens"]["reasoning"], results[0]["tokens"]["reasoning"]);
 }
 
 TEST(RunBatch, ParallelGivesTheSameResults) {

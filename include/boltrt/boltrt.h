@@ -139,6 +139,9 @@ struct Request {
   Sampling sampling;              ///< sampling settings
   Reasoning reasoning = Reasoning::kAuto;  ///< thinking on or off (chat only)
   int64_t reasoning_budget = -1;           ///< most thinking tokens; -1: unlimited, 0: none
+  /// Most thinking tokens of each thought block (a model may think several times in one answer,
+  /// e.g. between tool calls); -1: unlimited. `reasoning_budget` still caps the total.
+  int64_t reasoning_block_budget = -1;
   /// Text forced to close the thought when the budget is spent ("" = a short default phrase).
   std::string reasoning_budget_message;
 };

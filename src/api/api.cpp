@@ -274,6 +274,7 @@ Result Session::generate(const Request& request, const TokenCallback& on_token) 
                    : request.reasoning == Reasoning::kOff ? ReasoningMode::kOff
                                                           : ReasoningMode::kAuto;
   reasoning.budget = request.reasoning_budget;
+  reasoning.block_budget = request.reasoning_block_budget;
   if (!request.reasoning_budget_message.empty())
     reasoning.budget_message = request.reasoning_budget_message;
   reasoning.max_tokens = request.max_tokens;

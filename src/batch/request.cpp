@@ -208,6 +208,11 @@ BatchRequest parse_request(std::string_view line, int64_t line_number) {
     if (b < -1) fail("field 'reasoning_budget' must be >= -1");
     r.reasoning_budget = b;
   }
+  if (object.contains("reasoning_block_budget") && !object["reasoning_block_budget"].is_null()) {
+    const int64_t b = integer_field(object, "reasoning_block_budget");
+    if (b < -1) fail("field 'reasoning_block_budget' must be >= -1");
+    r.reasoning_block_budget = b;
+  }
   return r;
 }
 

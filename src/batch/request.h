@@ -6,7 +6,8 @@
 //
 // Field names follow OpenAI's API (max_tokens or max_completion_tokens, temperature, top_p,
 // stop, seed, frequency_penalty, presence_penalty) plus top_k, min_p, reasoning (true/false or
-// "on"/"off"/"auto") and reasoning_budget (-1 unlimited). Unknown fields are ignored, as an
+// "on"/"off"/"auto"), reasoning_budget and reasoning_block_budget (-1 unlimited; the block
+// budget caps each thought block, the budget all of them). Unknown fields are ignored, as an
 // OpenAI-compatible server would, so files written for other engines run unchanged.
 #pragma once
 #include <cstdint>
@@ -37,7 +38,8 @@ struct BatchRequest {
   std::optional<uint32_t> seed;
   std::vector<std::string> stop;
   ReasoningMode reasoning = ReasoningMode::kAuto;
-  std::optional<int64_t> reasoning_budget;  // -1 unlimited, 0 no thinking tokens
+  std::optional<int64_t> reasoning_budget;        // -1 unlimited, 0 no thinking tokens
+  std::optional<int64_t> reasoning_block_budget;  // each thought block's own cap; -1 unlimited
 };
 
 // Parses one input line. Throws boltrt::Error with a one-line reason (invalid UTF-8 at byte N,

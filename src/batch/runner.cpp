@@ -195,6 +195,7 @@ BatchSummary run_batch(BatchEngine& engine, const BatchOptions& options) {
     ReasoningConfig reasoning = options.reasoning;
     if (request.reasoning != ReasoningMode::kAuto) reasoning.mode = request.reasoning;
     if (request.reasoning_budget) reasoning.budget = *request.reasoning_budget;
+    if (request.reasoning_block_budget) reasoning.block_budget = *request.reasoning_block_budget;
     reasoning.max_tokens = gen.max_tokens;
     reasoning.validate();
     const PreparedPrompt prompt = engine.prepare(request, reasoning.enable_thinking());
