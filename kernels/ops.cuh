@@ -73,4 +73,15 @@ cudaError_t launch_attention_decode(const float* q, const uint16_t* k_cache,
                                     int64_t head_dim, int64_t window, float scale, float cap,
                                     int n_split, float* partials, float* out, cudaStream_t stream);
 
+// attention_prefill.cu: the same attention as launch_attention_decode (same arguments, masks,
+// GQA mapping, scale and cap) for many queries at once: flash attention with K/V tiles staged
+// in shared memory once per block of query rows that share a KV head. Every key of
+// [first_visible_key(pos0), pos0 + n_tokens) must still be in the cache (cells >= the span).
+// head_dim a multiple of 64, at most 512. Used for prefill chunks and DFlash verify batches.
+cudaError_t launch_attention_prefill(const float* q, const uint16_t* k_cache,
+                                     const uint16_t* v_cache, int64_t n_tokens, int64_t pos0,
+                                     int64_t cells, int64_t n_head, int64_t n_head_kv,
+                                     int64_t head_dim, int64_t window, float scale, float cap,
+                                     float* out, cudaStream_t stream);
+
 }  // namespace boltrt::kernels

@@ -119,6 +119,24 @@ TEST(CudaMath, OnlineSoftmaxSplitsAndMergesExactly) {
     EXPECT_NEAR(merged_acc / merged.l, expected, 1e-5 * std::abs(expected) + 1e-6) << n_split;
     EXPECT_FLOAT_EQ(merged.m, static_cast<float>(max));
   }
+  // tile-wise: rescale to each tile's maximum, then add the tile's weights (flash attention)
+  for (size_t tile : {1, 5, 16, 1000}) {
+    cuda::SoftmaxState state;
+    float acc = 0.0f;
+    for (size_t j0 = 0; j0 < scores.size(); j0 += tile) {
+      const size_t j1 = std::min(scores.size(), j0 + tile);
+      float tile_max = -INFINITY;
+      for (size_t j = j0; j < j1; ++j) tile_max = std::max(tile_max, scores[j]);
+      acc *= state.rescale(tile_max);
+      for (size_t j = j0; j < j1; ++j) {
+        const float p = std::exp(scores[j] - state.m);
+        state.l += p;
+        acc += p * values[j];
+      }
+    }
+    EXPECT_NEAR(acc / state.l, expected, 1e-5 * std::abs(expected) + 1e-6) << tile;
+    EXPECT_FLOAT_EQ(state.m, static_cast<float>(max));
+  }
   // an empty state merges as nothing
   cuda::SoftmaxState empty, one;
   float p;

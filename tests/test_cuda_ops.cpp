@@ -254,6 +254,7 @@ struct AttentionCase {
   float scale, cap;
 };
 
+// n_split 0: the prefill (flash) kernel instead of the decode kernel.
 void check_attention(const AttentionCase& c, int n_split) {
   const int64_t row = c.n_head_kv * c.head_dim, end = c.pos0 + c.n_tokens;
   const int64_t cells = c.window > 0 ? std::min(end, c.window - 1 + c.n_tokens) : end + 3;
@@ -276,11 +277,19 @@ void check_attention(const AttentionCase& c, int n_split) {
   const size_t partial_floats =
       kernels::attention_partials_floats(c.n_tokens, c.n_head, c.head_dim, n_split);
   cuda::DeviceBuffer partials(std::max<size_t>(1, partial_floats) * 4);
-  ASSERT_EQ(kernels::launch_attention_decode(
-                f32(dq), static_cast<uint16_t*>(dk.data()), static_cast<uint16_t*>(dv.data()),
-                c.n_tokens, c.pos0, cells, c.n_head, c.n_head_kv, c.head_dim, c.window, c.scale,
-                c.cap, n_split, f32(partials), f32(dout), nullptr),
-            cudaSuccess);
+  if (n_split == 0) {
+    ASSERT_EQ(kernels::launch_attention_prefill(f32(dq), static_cast<uint16_t*>(dk.data()),
+                                                static_cast<uint16_t*>(dv.data()), c.n_tokens,
+                                                c.pos0, cells, c.n_head, c.n_head_kv, c.head_dim,
+                                                c.window, c.scale, c.cap, f32(dout), nullptr),
+              cudaSuccess);
+  } else {
+    ASSERT_EQ(kernels::launch_attention_decode(
+                  f32(dq), static_cast<uint16_t*>(dk.data()), static_cast<uint16_t*>(dv.data()),
+                  c.n_tokens, c.pos0, cells, c.n_head, c.n_head_kv, c.head_dim, c.window, c.scale,
+                  c.cap, n_split, f32(partials), f32(dout), nullptr),
+              cudaSuccess);
+  }
   const auto out = from_device<float>(dout, q.size());
 
   std::vector<float> ref(q.size());
@@ -346,7 +355,31 @@ TEST_F(CudaOps, AttentionDecodeMatchesCpu) {
   }
 }
 
+TEST_F(CudaOps, AttentionPrefillMatchesCpu) {
+  const AttentionCase cases[] = {
+      {256, 8, 2, 0, 1, 0, 1.0f / 16, 0},        // one query, one key
+      {256, 8, 2, 0, 37, 0, 1.0f / 16, 0},       // a first chunk: causal mask inside the chunk
+      {256, 8, 2, 32, 70, 0, 1.0f / 16, 0},      // E4B window layer shape, window < chunk
+      {256, 8, 2, 512, 64, 700, 1.0f / 16, 0},   // a later chunk over a wrapped ring
+      {512, 8, 2, 0, 33, 900, 1.0f / 22.6f, 0},  // E4B full layer (hd 512) after 900 tokens
+      {512, 8, 2, 0, 128, 0, 1.0f / 22.6f, 0},   // hd 512, a whole first chunk
+      {512, 8, 8, 0, 5, 37, 1.0f / 22.6f, 0},    // no GQA
+      {512, 4, 1, 24, 19, 50, 1.0f / 22.6f, 0},  // group 4 over one KV head, window
+      {256, 4, 1, 16, 6, 40, 0.0625f, 0},        // window smaller than the batch's span
+      {64, 4, 2, 8, 17, 100, 1.0f, 0},           // tiny synth shapes, unscaled scores
+      {128, 6, 2, 0, 23, 50, 0.125f, 50.0f},     // soft-capped scores, group 3
+      {192, 3, 3, 5, 9, 3, 0.1f, 0},             // head_dim 192, window 5
+  };
+  for (const AttentionCase& c : cases) check_attention(c, 0);
+}
+
 TEST_F(CudaOps, AttentionRejectsUnsupportedShapes) {
+  EXPECT_EQ(kernels::launch_attention_prefill(nullptr, nullptr, nullptr, 4, 0, 4, 8, 2, 96, 0, 1, 0,
+                                              nullptr, nullptr),
+            cudaErrorInvalidValue);  // head_dim not a multiple of 64
+  EXPECT_EQ(kernels::launch_attention_prefill(nullptr, nullptr, nullptr, 4, 0, 4, 8, 3, 256, 0, 1,
+                                              0, nullptr, nullptr),
+            cudaErrorInvalidValue);  // 8 heads over 3 KV heads
   EXPECT_EQ(kernels::launch_attention_decode(nullptr, nullptr, nullptr, 1, 0, 1, 8, 2, 96, 0, 1, 0,
                                              1, nullptr, nullptr, nullptr),
             cudaErrorInvalidValue);  // head_dim not a multiple of 64

@@ -56,6 +56,16 @@ struct SoftmaxState {
     m = m_new;
     return correction;
   }
+  // Tile-wise form (flash attention): raises the running maximum to at least tile_max, the
+  // largest score of the next tile, before that tile's weights p = exp(s - m) are added to l.
+  // Returns the factor to rescale the accumulators by (0 while nothing was added yet).
+  BOLTRT_HD float rescale(float tile_max) {
+    const float m_new = tile_max > m ? tile_max : m;
+    const float correction = m == -INFINITY ? 0.0f : expf(m - m_new);
+    l *= correction;
+    m = m_new;
+    return correction;
+  }
   // Merges another state; *self_factor and *other_factor rescale the two accumulators.
   BOLTRT_HD void merge(const SoftmaxState& other, float* self_factor, float* other_factor) {
     const float m_new = other.m > m ? other.m : m;
