@@ -373,6 +373,64 @@ TEST_F(CudaOps, AttentionPrefillMatchesCpu) {
   for (const AttentionCase& c : cases) check_attention(c, 0);
 }
 
+// The decode graph passes the position in device memory: every kernel that reads it must give
+// bit-identical results to the argument; splits beyond the keys (a graph's bucket is larger
+// than the context) merge as nothing.
+TEST_F(CudaOps, DevicePositionEqualsTheArgument) {
+  const int64_t pos = 700, hd = 256, H = 8, Hkv = 2, cells = 1024;
+  std::vector<int64_t> pos_host = {pos};
+  auto dpos = to_device(pos_host);
+  const auto* device_pos = static_cast<const int64_t*>(dpos.data());
+  {  // rope
+    auto x = random_vector(static_cast<size_t>(H * hd), 70);
+    auto a = to_device(x), b = to_device(x);
+    ASSERT_EQ(kernels::launch_rope_neox(f32(a), 1, H, hd, hd, pos, 0.9f, nullptr, nullptr),
+              cudaSuccess);
+    ASSERT_EQ(
+        kernels::launch_rope_neox(f32(b), 1, H, hd, hd, 0, 0.9f, nullptr, nullptr, device_pos),
+        cudaSuccess);
+    EXPECT_EQ(from_device<float>(a, x.size()), from_device<float>(b, x.size()));
+  }
+  // caches filled at every position up to pos by the argument form, the last row also by the
+  // device form into a second cache
+  auto kv_src = random_vector(static_cast<size_t>(cells * Hkv * hd), 71);
+  std::vector<uint16_t> kv_half(kv_src.size());
+  for (size_t i = 0; i < kv_src.size(); ++i) kv_half[i] = cpu::fp32_to_fp16(kv_src[i]);
+  auto kc = to_device(kv_half), vc = to_device(kv_half), kc2 = to_device(kv_half),
+       vc2 = to_device(kv_half);
+  auto row = random_vector(static_cast<size_t>(Hkv * hd), 72);
+  auto drow = to_device(row);
+  ASSERT_EQ(kernels::launch_kv_store(f32(drow), f32(drow), 1, Hkv * hd, pos, cells,
+                                     static_cast<uint16_t*>(kc.data()),
+                                     static_cast<uint16_t*>(vc.data()), nullptr),
+            cudaSuccess);
+  ASSERT_EQ(kernels::launch_kv_store(f32(drow), f32(drow), 1, Hkv * hd, 0, cells,
+                                     static_cast<uint16_t*>(kc2.data()),
+                                     static_cast<uint16_t*>(vc2.data()), nullptr, device_pos),
+            cudaSuccess);
+  EXPECT_EQ(from_device<uint16_t>(kc, kv_half.size()), from_device<uint16_t>(kc2, kv_half.size()));
+  EXPECT_EQ(from_device<uint16_t>(vc, kv_half.size()), from_device<uint16_t>(vc2, kv_half.size()));
+  // attention: argument vs device position, and more splits than keys vs one split
+  auto q = random_vector(static_cast<size_t>(H * hd), 73);
+  auto dq = to_device(q);
+  cuda::DeviceBuffer partials(kernels::attention_partials_floats(1, H, hd, 64) * 4);
+  auto run = [&](int64_t pos_arg, const int64_t* dev, int64_t window, int n_split) {
+    cuda::DeviceBuffer out(q.size() * 4);
+    EXPECT_EQ(kernels::launch_attention_decode(f32(dq), static_cast<uint16_t*>(kc.data()),
+                                               static_cast<uint16_t*>(vc.data()), 1, pos_arg, cells,
+                                               H, Hkv, hd, window, 1.0f / 16, 0.0f, n_split,
+                                               f32(partials), f32(out), nullptr, dev),
+              cudaSuccess);
+    return from_device<float>(out, q.size());
+  };
+  for (int n_split : {1, 11, 64}) {
+    EXPECT_EQ(run(pos, nullptr, 0, n_split), run(0, device_pos, 0, n_split)) << n_split;
+    EXPECT_EQ(run(pos, nullptr, 32, n_split), run(0, device_pos, 32, n_split)) << n_split;
+  }
+  const auto one = run(pos, nullptr, 32, 1), many = run(pos, nullptr, 32, 64);  // 32 keys
+  for (size_t i = 0; i < one.size(); ++i) ASSERT_NEAR(one[i], many[i], 1e-5f) << i;
+}
+
 TEST_F(CudaOps, AttentionRejectsUnsupportedShapes) {
   EXPECT_EQ(kernels::launch_attention_prefill(nullptr, nullptr, nullptr, 4, 0, 4, 8, 2, 96, 0, 1, 0,
                                               nullptr, nullptr),
