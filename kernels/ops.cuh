@@ -69,7 +69,8 @@ cudaError_t launch_kv_store(const float* k, const float* v, int64_t n_tokens, in
 // h / (n_head / n_head_kv); score = scale * q.k, then softcap(score, cap) when cap > 0.
 // head_dim a multiple of 64, at most 512. Keys are split over `n_split` blocks per (token,
 // head) whose partial softmax states are merged at the end; `partials` is device scratch of
-// attention_partials_floats(...) floats (unused when n_split == 1).
+// attention_partials_floats(...) floats (unused when n_split == 1). n_split may exceed the keys
+// (a decode graph sizes it for its context bucket): empty splits merge as nothing.
 int attention_split_count(int64_t max_keys, int64_t n_tokens, int64_t n_head);
 size_t attention_partials_floats(int64_t n_tokens, int64_t n_head, int64_t head_dim, int n_split);
 cudaError_t launch_attention_decode(const float* q, const uint16_t* k_cache,

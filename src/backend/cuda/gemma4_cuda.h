@@ -2,7 +2,9 @@
 // (Gemma4CudaModel) and sequences decoding on them (Gemma4CudaSession, a LanguageModel with an
 // F16 KV cache in device memory). The forward pass mirrors Gemma4Model::forward
 // (src/model/gemma4.cpp, shared/docs/gemma4.md §5) op by op with the kernels of kernels/; the
-// CPU forward pass stays the reference (test_cuda_gemma4 compares logits).
+// CPU forward pass stays the reference (test_cuda_gemma4 compares logits). Prompts and verify
+// batches run in chunks through the tensor-core GEMM and flash attention; single-token decode
+// replays a CUDA graph per context bucket (BOLTRT_CUDA_GRAPHS=0 launches kernel by kernel).
 //
 // Plain C++ header (no CUDA types), built only with CUDA; other code reaches it through
 // backend/device.h.
