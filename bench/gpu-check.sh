@@ -81,6 +81,10 @@ if [[ -f $MODEL ]]; then
   BOLTRT_CUDA_GRAPHS=0 timeout 120 "$B/boltrt" bench -m "$MODEL" --device cuda -p 0 -n 128 -r 2 \
     2> "$OUT/bench-nograph.err" | grep -E 'tg128' | sed 's/tg128/tg128 (no graphs)/' >> "$REPORT" ||
     { echo "boltrt bench without graphs failed (see bench-nograph.err)" >> "$REPORT"; status=1; }
+  # prefill without the tensor-core GEMM and flash attention (GEMV batches of 8): their gain
+  BOLTRT_CUDA_GEMM=0 timeout 120 "$B/boltrt" bench -m "$MODEL" --device cuda -p 512 -n 0 -r 1 \
+    -b 512 2> "$OUT/bench-nogemm.err" | grep -E 'pp512' | sed 's/pp512/pp512 (GEMV only)/' >> "$REPORT" ||
+    { echo "boltrt bench without the GEMM failed (see bench-nogemm.err)" >> "$REPORT"; status=1; }
   echo '```' >> "$REPORT"
   # roofline: weight bytes on the device per token / peak bandwidth (bench_cuda_gemv's header)
   weights_mib=$(grep -oE 'weights [0-9.]+ MiB' "$OUT/bench-e2e.err" | grep -oE '[0-9.]+' | head -1)

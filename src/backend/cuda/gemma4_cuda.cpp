@@ -267,6 +267,9 @@ struct Gemma4CudaSession::State {
   // *pos on the device), replayed for every token of the bucket. Keyed by the bucket's key
   // count; a graph holds the buffer addresses of its capture, so growing a buffer drops them.
   bool use_graphs = true;
+  // BOLTRT_CUDA_GEMM=0: batches through the GEMV and decode attention kernels only (A/B runs,
+  // a fallback should the tensor-core path misbehave on a new device)
+  bool use_prefill_kernels = true;
   int64_t* pos = nullptr;       // device: the position of the single token
   int64_t* host_pos = nullptr;  // pinned staging for it
   std::map<int64_t, cudaGraphExec_t> graphs;
@@ -388,6 +391,9 @@ Gemma4CudaSession::Gemma4CudaSession(std::shared_ptr<const Gemma4CudaModel> mode
   if (const char* env = std::getenv("BOLTRT_CUDA_GRAPHS"); env && std::string(env) == "0") {
     s.use_graphs = false;
   }
+  if (const char* env = std::getenv("BOLTRT_CUDA_GEMM"); env && std::string(env) == "0") {
+    s.use_prefill_kernels = false;
+  }
 }
 
 Gemma4CudaSession::~Gemma4CudaSession() = default;
@@ -452,9 +458,10 @@ std::span<const float> Gemma4CudaSession::decode(std::span<const int32_t> tokens
 namespace {
 
 // y[n][rows] = x[n][cols] W^T: the tensor-core GEMM for prefill chunks and verify batches
-// (n >= kGemmMinBatch), else GEMV batches of up to kGemvMaxBatch rows of x.
-void linear(const DeviceMatrix& m, const float* x, int64_t n, float* y, cudaStream_t stream) {
-  if (n >= kernels::kGemmMinBatch) {
+// (n >= kGemmMinBatch, unless gemm is false), else GEMV batches of up to kGemvMaxBatch rows.
+void linear(const DeviceMatrix& m, const float* x, int64_t n, float* y, cudaStream_t stream,
+            bool gemm) {
+  if (gemm && n >= kernels::kGemmMinBatch) {
     check(kernels::launch_gemm_quant(static_cast<uint32_t>(m.type), m.data, m.rows, m.cols,
                                      m.row_stride, x, n, y, stream),
           "gemm");
@@ -547,6 +554,7 @@ void Gemma4CudaSession::enqueue(int64_t n, int64_t pos0, int64_t logit_rows, boo
   cudaStream_t st = s.stream;
   const int64_t D = c.n_embd, L = c.n_layer, P = c.n_embd_per_layer, V = c.n_vocab;
   const float eps = c.rms_eps;
+  const bool gemm = s.use_prefill_kernels;  // tensor-core GEMM for batches (see linear)
   // device_pos: kernels read the position from s.pos (a graph replays for any position)
   const int64_t* dpos = nullptr;
   if (device_pos) {
@@ -569,7 +577,7 @@ void Gemma4CudaSession::enqueue(int64_t n, int64_t pos0, int64_t logit_rows, boo
     check(cudaMemcpyAsync(s.ple_tok, s.host_ple, static_cast<size_t>(n * L * P) * 4,
                           cudaMemcpyHostToDevice, st),
           "per-layer embedding upload");
-    linear(w.ple_proj, s.h, n, s.ple, st);  // [n][L*P]
+    linear(w.ple_proj, s.h, n, s.ple, st, gemm);  // [n][L*P]
     check(kernels::launch_ple_mix(
               s.ple, s.ple_tok, w.ple_norm, n * L, P, 1.0f / std::sqrt(static_cast<float>(D)),
               std::sqrt(static_cast<float>(P)), 1.0f / std::sqrt(2.0f), eps, st),
@@ -585,15 +593,15 @@ void Gemma4CudaSession::enqueue(int64_t n, int64_t pos0, int64_t logit_rows, boo
 
     // --- 5.3 attention
     check(kernels::launch_rms_norm(s.h, layer.attn_norm, n, D, eps, s.a, st), "attn_norm");
-    linear(layer.q, s.a, n, s.q, st);  // [n][H*hd]
+    linear(layer.q, s.a, n, s.q, st, gemm);  // [n][H*hd]
     check(kernels::launch_rms_norm(s.q, layer.q_norm, n * H, hd, eps, s.q, st), "q_norm");
     check(kernels::launch_rope_neox(s.q, n, H, hd, lc.n_rot, pos0, theta_scale, freq_factors, st,
                                     dpos),
           "rope q");
     if (lc.kv_source < 0) {
-      linear(layer.k, s.a, n, s.kx, st);  // [n][Hkv*hd]
+      linear(layer.k, s.a, n, s.kx, st, gemm);  // [n][Hkv*hd]
       if (layer.v.present()) {
-        linear(layer.v, s.a, n, s.vx, st);
+        linear(layer.v, s.a, n, s.vx, st, gemm);
       } else {  // K=V layer: V is the raw K projection
         check(cudaMemcpyAsync(s.vx, s.kx, static_cast<size_t>(n * Hkv * hd) * 4,
                               cudaMemcpyDeviceToDevice, st),
@@ -611,7 +619,7 @@ void Gemma4CudaSession::enqueue(int64_t n, int64_t pos0, int64_t logit_rows, boo
     }
     // many queries: flash attention (K/V tiles shared by a block's queries); a few: the
     // split-KV decode kernel, which spreads one query's keys over many blocks
-    if (n >= kernels::kGemmMinBatch && !device_pos) {
+    if (n >= kernels::kGemmMinBatch && gemm && !device_pos) {
       check(kernels::launch_attention_prefill(
                 s.q, s.k[static_cast<size_t>(il)], s.v[static_cast<size_t>(il)], n, pos0,
                 s.cells[static_cast<size_t>(il)], H, Hkv, hd, lc.sliding ? c.n_swa : 0,
@@ -627,25 +635,25 @@ void Gemma4CudaSession::enqueue(int64_t n, int64_t pos0, int64_t logit_rows, boo
                 /*scale=*/1.0f, /*cap=*/0.0f, n_split, s.partials, s.attn, st, dpos),
             "attention");
     }
-    linear(layer.o, s.attn, n, s.o, st);  // [n][D]
+    linear(layer.o, s.attn, n, s.o, st, gemm);  // [n][D]
     check(kernels::launch_rms_norm_add(s.o, layer.post_attention_norm, n, D, eps, s.h, st),
           "post_attention_norm");
 
     // --- 5.6 feed-forward (dense)
     check(kernels::launch_rms_norm(s.h, layer.ffn_norm, n, D, eps, s.a, st), "ffn_norm");
-    linear(layer.gate, s.a, n, s.gate, st);  // [n][n_ff]
-    linear(layer.up, s.a, n, s.up, st);
+    linear(layer.gate, s.a, n, s.gate, st, gemm);  // [n][n_ff]
+    linear(layer.up, s.a, n, s.up, st, gemm);
     check(kernels::launch_gelu_mul(s.gate, s.up, lc.n_ff, n, lc.n_ff, s.gate, st), "geglu");
-    linear(layer.down, s.gate, n, s.o, st);  // [n][D]
+    linear(layer.down, s.gate, n, s.o, st, gemm);  // [n][D]
     check(kernels::launch_rms_norm_add(s.o, layer.post_ffw_norm, n, D, eps, s.h, st),
           "post_ffw_norm");
 
     // --- 5.8 per-layer embedding injection
     if (P > 0) {
-      linear(layer.inp_gate, s.h, n, s.gate, st);  // [n][P]
+      linear(layer.inp_gate, s.h, n, s.gate, st, gemm);  // [n][P]
       check(kernels::launch_gelu_mul(s.gate, s.ple + il * P, L * P, n, P, s.gate, st),
             "per-layer gate");
-      linear(layer.proj, s.gate, n, s.o, st);  // [n][D]
+      linear(layer.proj, s.gate, n, s.o, st, gemm);  // [n][D]
       check(kernels::launch_rms_norm_add(s.o, layer.post_norm, n, D, eps, s.h, st), "post_norm");
     }
     // --- 5.9 layer output scalar
@@ -659,7 +667,7 @@ void Gemma4CudaSession::enqueue(int64_t n, int64_t pos0, int64_t logit_rows, boo
     const float* last = s.h + (n - logit_rows) * D;
     check(kernels::launch_rms_norm(last, w.output_norm, logit_rows, D, eps, s.a, st),
           "output_norm");
-    linear(w.output, s.a, logit_rows, s.logits, st);  // [rows][V]
+    linear(w.output, s.a, logit_rows, s.logits, st, gemm);  // [rows][V]
     if (c.logit_softcap > 0.0f) {
       check(kernels::launch_softcap(s.logits, logit_rows * V, c.logit_softcap, st), "softcap");
     }
