@@ -47,9 +47,8 @@ __global__ void __launch_bounds__(kWarps * 32)
   const int64_t kv = blockIdx.y;
   const int64_t n_rows = n_tokens * group;
   const int64_t r0 = static_cast<int64_t>(blockIdx.x) * kRows;
-  const int64_t r_last = (r0 + kRows < n_rows ? r0 + kRows : n_rows) - 1;
-  const int64_t kb = cuda::first_visible_key(pos0 + r0 / group, window);
-  const int64_t ke = pos0 + r_last / group;  // inclusive
+  const cuda::KeyRange keys = cuda::prefill_block_keys(r0, kRows, n_rows, group, pos0, window);
+  const int64_t kb = keys.first, ke = keys.last;  // inclusive
   const int64_t row_stride = n_head_kv * kHeadDim;
 
   // this warp's rows: query, value accumulator, softmax state, visible range

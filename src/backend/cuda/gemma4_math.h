@@ -84,4 +84,17 @@ BOLTRT_HD inline int64_t first_visible_key(int64_t pos, int64_t window) {
   return first > 0 ? first : 0;
 }
 
+// The keys a block of the prefill attention kernel stages: the union of the visible ranges of
+// its query rows r0 .. min(r0 + rows, n_rows) - 1, row r being token r / group at position
+// pos0 + r / group (first_visible_key is monotone in the position, so the first row's first
+// key and the last row's position bound it). Both ends inclusive.
+struct KeyRange {
+  int64_t first, last;
+};
+BOLTRT_HD inline KeyRange prefill_block_keys(int64_t r0, int64_t rows, int64_t n_rows,
+                                             int64_t group, int64_t pos0, int64_t window) {
+  const int64_t r_last = (r0 + rows < n_rows ? r0 + rows : n_rows) - 1;
+  return {first_visible_key(pos0 + r0 / group, window), pos0 + r_last / group};
+}
+
 }  // namespace boltrt::cuda
