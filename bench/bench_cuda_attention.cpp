@@ -1,7 +1,9 @@
 // CUDA decode attention (kernels/attention_decode.cu) at Gemma 4 E4B shapes over an F16 KV
 // cache: microseconds per call, GB/s of K/V bytes read and the fraction of the device's peak.
 // One query token, 8 query heads over 2 KV heads; window layers (head 256, 512 keys) and full
-// layers (head 512) at growing context lengths.
+// layers (head 512) at growing context lengths. Then prefill (flash) attention
+// (kernels/attention_prefill.cu): a 512-token chunk at the start of the context and after
+// 3584 tokens, per layer kind.
 //   bench_cuda_attention [iterations]
 #include <fmt/format.h>
 
@@ -75,6 +77,41 @@ int main(int argc, char** argv) {
     const double gbs = bytes / (us * 1e-6) / 1e9;
     fmt::print("| {} | {} | {} | {} | {:.1f} | {:.0f} | {:.0f}% |\n", c.kind, c.head_dim, keys,
                n_split, us, gbs, 100.0 * gbs / device->peak_bandwidth_gbs);
+  }
+  fmt::print(
+      "\n| prefill layer | head dim | tokens | pos0 | us/call |\n"
+      "|---|---|---|---|---|\n");
+  const Case prefill[] = {{"window", 256, 512, 0},
+                          {"full", 512, 0, 0},
+                          {"window", 256, 512, 3584},
+                          {"full", 512, 0, 3584}};
+  const int64_t chunk = 512;
+  for (const Case& c : prefill) {
+    const int64_t end = c.context + chunk;
+    const int64_t cells = c.window > 0 ? std::min(end, c.window - 1 + chunk) : end;
+    const size_t row = static_cast<size_t>(n_head_kv * c.head_dim);
+    std::vector<uint16_t> kv(static_cast<size_t>(cells) * row, 0x3c00);
+    std::vector<float> q(static_cast<size_t>(chunk * n_head * c.head_dim), 0.01f);
+    cuda::DeviceBuffer dk(kv.size() * 2), dv(kv.size() * 2), dq(q.size() * 4), dout(q.size() * 4);
+    dk.upload(kv.data(), kv.size() * 2);
+    dv.upload(kv.data(), kv.size() * 2);
+    dq.upload(q.data(), q.size() * 4);
+    auto call = [&] {
+      if (kernels::launch_attention_prefill(
+              static_cast<const float*>(dq.data()), static_cast<const uint16_t*>(dk.data()),
+              static_cast<const uint16_t*>(dv.data()), chunk, c.context, cells, n_head, n_head_kv,
+              c.head_dim, c.window, 1.0f, 0.0f, static_cast<float*>(dout.data()),
+              nullptr) != cudaSuccess) {
+        fmt::print("launch failed\n");
+        std::exit(1);
+      }
+    };
+    for (int i = 0; i < 3; ++i) call();
+    const int reps = std::max(1, iterations / 10);
+    cuda::timer_start();
+    for (int i = 0; i < reps; ++i) call();
+    const double us = cuda::timer_stop_ms() * 1e3 / reps;
+    fmt::print("| {} | {} | {} | {} | {:.1f} |\n", c.kind, c.head_dim, chunk, c.context, us);
   }
   return 0;
 #endif

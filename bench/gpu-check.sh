@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The one script a device session runs (see DEVELOPERS.md): builds boltrt with CUDA for the local
-# GPU, runs every CUDA test (they must not skip there), the kernel benchmarks (GB/s and % of the
-# device's peak) and end-to-end decode/prefill tokens/s on an E4B-shape Q4_K_M synth, and writes
+# GPU, runs every CUDA test (they must not skip there), the kernel benchmarks (GEMV GB/s and % of
+# the device's peak, prefill GEMM TFLOP/s, decode and prefill attention) and end to end on an
+# E4B-shape Q4_K_M synth: prefill tokens/s and time to first token for a 512-token prompt (one
+# 512-token chunk), decode tokens/s with and without CUDA graphs, and writes
 # one report to ${OUT:-build/gpu-check}/gpu-check.md (plus logs). Prints the report at the end.
 # Budget: about 8 minutes on an H200 with 16 cores (build ~3, tests ~2, benches ~3); each step
 # has its own timeout so one hang cannot eat the rest.
@@ -26,8 +28,8 @@ elapsed() { echo "$(( $(date +%s) - t0 )) s"; }
 if ! timeout 300 cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DBOLTRT_CUDA=ON \
      -DBOLTRT_WERROR=ON -DCMAKE_CUDA_ARCHITECTURES="$ARCH" > "$OUT/configure.log" 2>&1 ||
    ! timeout 300 cmake --build $B -j"$JOBS" --target boltrt test_cuda_gemv test_cuda_ops \
-     test_cuda_math test_cuda_device test_cuda_gemma4 test_dequant_sub32 bench_cuda_gemv \
-     bench_cuda_attention > "$OUT/build.log" 2>&1; then
+     test_cuda_math test_cuda_device test_cuda_gemma4 test_cuda_gemm test_dequant_sub32 \
+     bench_cuda_gemv bench_cuda_gemm bench_cuda_attention > "$OUT/build.log" 2>&1; then
   echo "BUILD FAILED (see build.log)" >> "$REPORT"; tail -40 "$OUT/build.log"; cat "$REPORT"; exit 1
 fi
 echo "build: $(elapsed) for sm_$ARCH" >> "$REPORT"
@@ -35,7 +37,8 @@ status=0
 
 # --- tests: every CUDA test, each with a timeout; a SKIPPED test counts as a failure here
 echo; echo "## tests" >> "$REPORT"
-for t in test_cuda_math test_dequant_sub32 test_cuda_gemv test_cuda_ops test_cuda_device test_cuda_gemma4; do
+for t in test_cuda_math test_dequant_sub32 test_cuda_gemv test_cuda_gemm test_cuda_ops test_cuda_device \
+         test_cuda_gemma4; do
   log=$OUT/$t.log
   timeout 240 "$B/$t" > "$log" 2>&1; rc=$?
   summary=$(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$log" | tr '\n' ' ')
@@ -49,7 +52,9 @@ echo "tests done: $(elapsed)" >> "$REPORT"
 # --- kernel benchmarks
 echo; echo "## bench_cuda_gemv (E4B shapes)" >> "$REPORT"
 timeout 120 "$B/bench_cuda_gemv" 100 >> "$REPORT" 2>&1 || status=1
-echo; echo "## bench_cuda_attention (decode, F16 KV)" >> "$REPORT"
+echo; echo "## bench_cuda_gemm (prefill / verify, E4B shapes, f16 tensor cores)" >> "$REPORT"
+timeout 90 "$B/bench_cuda_gemm" 30 >> "$REPORT" 2>&1 || status=1
+echo; echo "## bench_cuda_attention (decode and prefill, F16 KV)" >> "$REPORT"
 timeout 60 "$B/bench_cuda_attention" >> "$REPORT" 2>&1 || status=1
 
 # --- end to end: E4B-shape Q4_K_M synth (random blocks; about 5 GB), decode and prefill
@@ -61,11 +66,26 @@ if [[ ! -f $MODEL ]]; then
 fi
 if [[ -f $MODEL ]]; then
   echo '```' >> "$REPORT"
-  timeout 240 "$B/boltrt" bench -m "$MODEL" --device cuda -p 512 -n 128 -r 3 -b 64 \
+  timeout 240 "$B/boltrt" bench -m "$MODEL" --device cuda -p 512 -n 128 -r 3 -b 512 \
     > "$OUT/bench-e2e.md" 2> "$OUT/bench-e2e.err"; rc=$?
   cat "$OUT/bench-e2e.err" "$OUT/bench-e2e.md" >> "$REPORT"
   echo '```' >> "$REPORT"
   [[ $rc -eq 0 ]] || { echo "boltrt bench: rc $rc" >> "$REPORT"; status=1; }
+  # time to first token: the 512-token prompt is one forward pass ending in the first logits
+  pp=$(grep -E '\| pp512 \|' "$OUT/bench-e2e.md" | awk -F'|' '{print $8}' | awk '{print $1}')
+  if [[ -n ${pp:-} ]]; then
+    awk -v p="$pp" 'BEGIN { printf("prefill %.0f tokens/s; time to first token (512-token prompt) %.1f ms\n", p, 512000 / p) }' >> "$REPORT"
+  fi
+  # decode without CUDA graphs (kernels launched one by one): the graphs' gain
+  echo '```' >> "$REPORT"
+  BOLTRT_CUDA_GRAPHS=0 timeout 120 "$B/boltrt" bench -m "$MODEL" --device cuda -p 0 -n 128 -r 2 \
+    2> "$OUT/bench-nograph.err" | grep -E 'tg128' | sed 's/tg128/tg128 (no graphs)/' >> "$REPORT" ||
+    { echo "boltrt bench without graphs failed (see bench-nograph.err)" >> "$REPORT"; status=1; }
+  # prefill without the tensor-core GEMM and flash attention (GEMV batches of 8): their gain
+  BOLTRT_CUDA_GEMM=0 timeout 120 "$B/boltrt" bench -m "$MODEL" --device cuda -p 512 -n 0 -r 1 \
+    -b 512 2> "$OUT/bench-nogemm.err" | grep -E 'pp512' | sed 's/pp512/pp512 (GEMV only)/' >> "$REPORT" ||
+    { echo "boltrt bench without the GEMM failed (see bench-nogemm.err)" >> "$REPORT"; status=1; }
+  echo '```' >> "$REPORT"
   # roofline: weight bytes on the device per token / peak bandwidth (bench_cuda_gemv's header)
   weights_mib=$(grep -oE 'weights [0-9.]+ MiB' "$OUT/bench-e2e.err" | grep -oE '[0-9.]+' | head -1)
   peak=$(grep -oE 'peak [0-9.]+ GB/s' "$REPORT" | grep -oE '[0-9.]+' | head -1)

@@ -22,13 +22,15 @@ constexpr int kMaxSplit = 64;
 template <int kPairs>  // head_dim / 64
 __global__ void __launch_bounds__(kWarps * 32)
     attention_decode_kernel(const float* __restrict__ q, const uint16_t* __restrict__ k_cache,
-                            const uint16_t* __restrict__ v_cache, int64_t pos0, int64_t cells,
-                            int64_t n_head, int64_t n_head_kv, int64_t window, float scale,
-                            float cap, int n_split, float* partials, float* out) {
+                            const uint16_t* __restrict__ v_cache, int64_t pos0_arg,
+                            const int64_t* __restrict__ pos0_dev, int64_t cells, int64_t n_head,
+                            int64_t n_head_kv, int64_t window, float scale, float cap, int n_split,
+                            float* partials, float* out) {
   constexpr int kHeadDim = kPairs * 64;
   __shared__ float s_m[kWarps], s_l[kWarps];
   __shared__ float s_acc[kWarps][kHeadDim];
 
+  const int64_t pos0 = pos0_dev ? *pos0_dev : pos0_arg;
   const int64_t h = blockIdx.x, t = blockIdx.y;
   const int split = static_cast<int>(blockIdx.z);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -142,12 +144,13 @@ template <int kPairs>
 void launch_for_pairs(const float* q, const uint16_t* k_cache, const uint16_t* v_cache,
                       int64_t n_tokens, int64_t pos0, int64_t cells, int64_t n_head,
                       int64_t n_head_kv, int64_t window, float scale, float cap, int n_split,
-                      float* partials, float* out, cudaStream_t stream) {
+                      float* partials, float* out, cudaStream_t stream,
+                      const int64_t* device_pos0) {
   const dim3 grid(static_cast<unsigned>(n_head), static_cast<unsigned>(n_tokens),
                   static_cast<unsigned>(n_split));
   attention_decode_kernel<kPairs>
-      <<<grid, kWarps * 32, 0, stream>>>(q, k_cache, v_cache, pos0, cells, n_head, n_head_kv,
-                                         window, scale, cap, n_split, partials, out);
+      <<<grid, kWarps * 32, 0, stream>>>(q, k_cache, v_cache, pos0, device_pos0, cells, n_head,
+                                         n_head_kv, window, scale, cap, n_split, partials, out);
 }
 
 }  // namespace
@@ -169,7 +172,8 @@ cudaError_t launch_attention_decode(const float* q, const uint16_t* k_cache,
                                     const uint16_t* v_cache, int64_t n_tokens, int64_t pos0,
                                     int64_t cells, int64_t n_head, int64_t n_head_kv,
                                     int64_t head_dim, int64_t window, float scale, float cap,
-                                    int n_split, float* partials, float* out, cudaStream_t stream) {
+                                    int n_split, float* partials, float* out, cudaStream_t stream,
+                                    const int64_t* device_pos0) {
   if (n_tokens <= 0) return cudaSuccess;
   if (n_split < 1 || n_split > kMaxSplit || n_head_kv <= 0 || n_head % n_head_kv != 0 ||
       (n_split > 1 && partials == nullptr)) {
@@ -179,7 +183,7 @@ cudaError_t launch_attention_decode(const float* q, const uint16_t* k_cache,
 #define BOLTRT_ATTENTION_CASE(pairs)                                                               \
   case pairs * 64:                                                                                 \
     launch_for_pairs<pairs>(q, k_cache, v_cache, n_tokens, pos0, cells, n_head, n_head_kv, window, \
-                            scale, cap, n_split, partials, out, stream);                           \
+                            scale, cap, n_split, partials, out, stream, device_pos0);              \
     break;
     BOLTRT_ATTENTION_CASE(1)
     BOLTRT_ATTENTION_CASE(2)

@@ -19,12 +19,17 @@ cudaError_t launch_rms_norm(const float* x, const float* w, int64_t rows, int64_
 cudaError_t launch_rms_norm_add(const float* x, const float* w, int64_t rows, int64_t n, float eps,
                                 float* h, cudaStream_t stream);
 
+// device_pos0 (rope, kv_store, attention_decode): when not null, pos0 is read from this device
+// address instead of the argument, so a captured CUDA graph of the decode step serves every
+// position (the runtime writes the position before launching the graph).
+
 // rope_neox.cu: NEOX RoPE in place on x [n_tokens][n_heads][head_dim], token t at position
 // pos0 + t; pairs (i, i + n_rot/2) for i < n_rot/2 rotate by rope_angle(pos, i, theta_scale,
 // freq_factors) (freq_factors: device [n_rot/2] or null); dims >= n_rot pass through.
 cudaError_t launch_rope_neox(float* x, int64_t n_tokens, int64_t n_heads, int64_t head_dim,
                              int64_t n_rot, int64_t pos0, float theta_scale,
-                             const float* freq_factors, cudaStream_t stream);
+                             const float* freq_factors, cudaStream_t stream,
+                             const int64_t* device_pos0 = nullptr);
 
 // gelu_mul.cu: out[r][i] = gelu_tanh(x[r][i]) * y[r * y_stride + i]; x, out [rows][n]
 // (out may alias x). GELU-tanh gating of the MLP (y = up) and of the per-layer embeddings
@@ -55,7 +60,7 @@ cudaError_t launch_softcap(float* x, int64_t n, float cap, cudaStream_t stream);
 // cell = position % cells (full layers: cells = n_ctx; window layers: a ring).
 cudaError_t launch_kv_store(const float* k, const float* v, int64_t n_tokens, int64_t row,
                             int64_t pos0, int64_t cells, uint16_t* k_cache, uint16_t* v_cache,
-                            cudaStream_t stream);
+                            cudaStream_t stream, const int64_t* device_pos0 = nullptr);
 
 // attention_decode.cu: causal GQA attention of n_tokens queries at positions pos0.. over an F16
 // cache written by launch_kv_store.
@@ -64,13 +69,26 @@ cudaError_t launch_kv_store(const float* k, const float* v, int64_t n_tokens, in
 // h / (n_head / n_head_kv); score = scale * q.k, then softcap(score, cap) when cap > 0.
 // head_dim a multiple of 64, at most 512. Keys are split over `n_split` blocks per (token,
 // head) whose partial softmax states are merged at the end; `partials` is device scratch of
-// attention_partials_floats(...) floats (unused when n_split == 1).
+// attention_partials_floats(...) floats (unused when n_split == 1). n_split may exceed the keys
+// (a decode graph sizes it for its context bucket): empty splits merge as nothing.
 int attention_split_count(int64_t max_keys, int64_t n_tokens, int64_t n_head);
 size_t attention_partials_floats(int64_t n_tokens, int64_t n_head, int64_t head_dim, int n_split);
 cudaError_t launch_attention_decode(const float* q, const uint16_t* k_cache,
                                     const uint16_t* v_cache, int64_t n_tokens, int64_t pos0,
                                     int64_t cells, int64_t n_head, int64_t n_head_kv,
                                     int64_t head_dim, int64_t window, float scale, float cap,
-                                    int n_split, float* partials, float* out, cudaStream_t stream);
+                                    int n_split, float* partials, float* out, cudaStream_t stream,
+                                    const int64_t* device_pos0 = nullptr);
+
+// attention_prefill.cu: the same attention as launch_attention_decode (same arguments, masks,
+// GQA mapping, scale and cap) for many queries at once: flash attention with K/V tiles staged
+// in shared memory once per block of query rows that share a KV head. Every key of
+// [first_visible_key(pos0), pos0 + n_tokens) must still be in the cache (cells >= the span).
+// head_dim a multiple of 64, at most 512. Used for prefill chunks and DFlash verify batches.
+cudaError_t launch_attention_prefill(const float* q, const uint16_t* k_cache,
+                                     const uint16_t* v_cache, int64_t n_tokens, int64_t pos0,
+                                     int64_t cells, int64_t n_head, int64_t n_head_kv,
+                                     int64_t head_dim, int64_t window, float scale, float cap,
+                                     float* out, cudaStream_t stream);
 
 }  // namespace boltrt::kernels

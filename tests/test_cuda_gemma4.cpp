@@ -3,10 +3,11 @@
 // rotary via rope_freqs, head sizes 64/128), tiny-e2b-like (one KV head, double-wide MLP on
 // shared layers, K/V tensors present on shared layers) and an E4B-shaped slice (D 2560, head
 // sizes 256/512, GQA 8:2, PLE 256; fewer layers, a small vocabulary and a 32-token window so
-// the ring wraps quickly). A prompt (all logits), then single-token decodes past the window,
-// then a rollback and a re-decode. Tolerances are per weight type: the CPU multiplies
-// quantized weights by 8-bit-quantized activations (as llama.cpp does) and reads GELU from an
-// f16 table, the GPU uses f32 activations and the exact tanh GELU.
+// the ring wraps quickly). A prompt in prefill chunks (all logits), then single-token decodes
+// (CUDA graphs) past the window, then a rollback, a 3-token and a 12-token (verify) batch.
+// Tolerances are per weight type: the CPU multiplies quantized weights by 8-bit-quantized
+// activations (as llama.cpp does) and reads GELU from an f16 table, the GPU uses f32
+// activations (f16 in the prefill GEMM) and the exact tanh GELU.
 // Skips with the reason when the build has no CUDA or no usable device exists.
 #include <gtest/gtest.h>
 
@@ -111,15 +112,18 @@ TEST_P(CudaGemma4, LogitsMatchTheCpuBackend) {
     }
     ThreadPool pool(std::max(1u, std::thread::hardware_concurrency()));
     SessionOptions so;
-    so.n_ctx = 256;
-    so.n_batch = 16;
+    // A 250-token prompt in micro-batches of 64, 64, 64, 58 (tensor-core GEMM and flash
+    // attention; windows of 32 on the e4b case) then 30 single tokens at positions 250..279,
+    // which replay the decode graphs of two context buckets (<= 256 keys, <= 512 keys).
+    so.n_ctx = 512;
+    so.n_batch = 64;
     Gemma4Session cpu(*host, so, &pool);
     cuda::Gemma4CudaSession gpu(device, so);
     const int64_t V = host->config().n_vocab;
 
     std::mt19937 rng(5);
     std::uniform_int_distribution<int32_t> token(0, static_cast<int32_t>(V - 1));
-    std::vector<int32_t> prompt(40);
+    std::vector<int32_t> prompt(250);
     for (int32_t& t : prompt) t = token(rng);
 
     double worst = 0;
@@ -163,6 +167,12 @@ TEST_P(CudaGemma4, LogitsMatchTheCpuBackend) {
     const auto a = cpu.decode(again, true);
     const std::vector<float> a_copy(a.begin(), a.end());
     check(a_copy, gpu.decode(again, true), "after rollback");
+    // a verify-sized batch (DFlash): 12 rows of logits through the GEMM and flash attention
+    std::vector<int32_t> verify(12);
+    for (int32_t& t : verify) t = token(rng);
+    const auto b = cpu.decode(verify, true);
+    const std::vector<float> b_copy(b.begin(), b.end());
+    check(b_copy, gpu.decode(verify, true), "verify batch");
     // what a GPU session records: the measured agreement
     std::printf(
         "[ %s ] %d rows: worst relative logit error %.2e (limit %.0e), argmax agrees on "

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -119,6 +120,24 @@ TEST(CudaMath, OnlineSoftmaxSplitsAndMergesExactly) {
     EXPECT_NEAR(merged_acc / merged.l, expected, 1e-5 * std::abs(expected) + 1e-6) << n_split;
     EXPECT_FLOAT_EQ(merged.m, static_cast<float>(max));
   }
+  // tile-wise: rescale to each tile's maximum, then add the tile's weights (flash attention)
+  for (size_t tile : {1, 5, 16, 1000}) {
+    cuda::SoftmaxState state;
+    float acc = 0.0f;
+    for (size_t j0 = 0; j0 < scores.size(); j0 += tile) {
+      const size_t j1 = std::min(scores.size(), j0 + tile);
+      float tile_max = -INFINITY;
+      for (size_t j = j0; j < j1; ++j) tile_max = std::max(tile_max, scores[j]);
+      acc *= state.rescale(tile_max);
+      for (size_t j = j0; j < j1; ++j) {
+        const float p = std::exp(scores[j] - state.m);
+        state.l += p;
+        acc += p * values[j];
+      }
+    }
+    EXPECT_NEAR(acc / state.l, expected, 1e-5 * std::abs(expected) + 1e-6) << tile;
+    EXPECT_FLOAT_EQ(state.m, static_cast<float>(max));
+  }
   // an empty state merges as nothing
   cuda::SoftmaxState empty, one;
   float p;
@@ -128,6 +147,31 @@ TEST(CudaMath, OnlineSoftmaxSplitsAndMergesExactly) {
   EXPECT_EQ(b, 0.0f);
   EXPECT_EQ(a, 1.0f);
   EXPECT_EQ(one.l, 1.0f);
+}
+
+// A prefill attention block stages exactly the union of its rows' visible keys.
+TEST(CudaMath, PrefillBlockKeysAreTheUnionOfItsRows) {
+  for (int64_t group : {1, 3, 4, 8}) {
+    for (int64_t window : {0, 1, 5, 32, 512}) {
+      for (int64_t pos0 : {0, 7, 600}) {
+        const int64_t n_tokens = 37, n_rows = n_tokens * group;
+        for (int64_t rows : {8, 16}) {
+          for (int64_t r0 = 0; r0 < n_rows; r0 += rows) {
+            int64_t first = INT64_MAX, last = -1;
+            for (int64_t r = r0; r < std::min(n_rows, r0 + rows); ++r) {
+              const int64_t pos = pos0 + r / group;
+              first = std::min(first, cuda::first_visible_key(pos, window));
+              last = std::max(last, pos);
+            }
+            const cuda::KeyRange keys =
+                cuda::prefill_block_keys(r0, rows, n_rows, group, pos0, window);
+            ASSERT_EQ(keys.first, first) << group << " " << window << " " << pos0 << " " << r0;
+            ASSERT_EQ(keys.last, last) << group << " " << window << " " << pos0 << " " << r0;
+          }
+        }
+      }
+    }
+  }
 }
 
 TEST(CudaMath, VisibleKeysFollowTheSlidingWindow) {

@@ -254,6 +254,7 @@ struct AttentionCase {
   float scale, cap;
 };
 
+// n_split 0: the prefill (flash) kernel instead of the decode kernel.
 void check_attention(const AttentionCase& c, int n_split) {
   const int64_t row = c.n_head_kv * c.head_dim, end = c.pos0 + c.n_tokens;
   const int64_t cells = c.window > 0 ? std::min(end, c.window - 1 + c.n_tokens) : end + 3;
@@ -276,11 +277,19 @@ void check_attention(const AttentionCase& c, int n_split) {
   const size_t partial_floats =
       kernels::attention_partials_floats(c.n_tokens, c.n_head, c.head_dim, n_split);
   cuda::DeviceBuffer partials(std::max<size_t>(1, partial_floats) * 4);
-  ASSERT_EQ(kernels::launch_attention_decode(
-                f32(dq), static_cast<uint16_t*>(dk.data()), static_cast<uint16_t*>(dv.data()),
-                c.n_tokens, c.pos0, cells, c.n_head, c.n_head_kv, c.head_dim, c.window, c.scale,
-                c.cap, n_split, f32(partials), f32(dout), nullptr),
-            cudaSuccess);
+  if (n_split == 0) {
+    ASSERT_EQ(kernels::launch_attention_prefill(f32(dq), static_cast<uint16_t*>(dk.data()),
+                                                static_cast<uint16_t*>(dv.data()), c.n_tokens,
+                                                c.pos0, cells, c.n_head, c.n_head_kv, c.head_dim,
+                                                c.window, c.scale, c.cap, f32(dout), nullptr),
+              cudaSuccess);
+  } else {
+    ASSERT_EQ(kernels::launch_attention_decode(
+                  f32(dq), static_cast<uint16_t*>(dk.data()), static_cast<uint16_t*>(dv.data()),
+                  c.n_tokens, c.pos0, cells, c.n_head, c.n_head_kv, c.head_dim, c.window, c.scale,
+                  c.cap, n_split, f32(partials), f32(dout), nullptr),
+              cudaSuccess);
+  }
   const auto out = from_device<float>(dout, q.size());
 
   std::vector<float> ref(q.size());
@@ -346,7 +355,89 @@ TEST_F(CudaOps, AttentionDecodeMatchesCpu) {
   }
 }
 
+TEST_F(CudaOps, AttentionPrefillMatchesCpu) {
+  const AttentionCase cases[] = {
+      {256, 8, 2, 0, 1, 0, 1.0f / 16, 0},        // one query, one key
+      {256, 8, 2, 0, 37, 0, 1.0f / 16, 0},       // a first chunk: causal mask inside the chunk
+      {256, 8, 2, 32, 70, 0, 1.0f / 16, 0},      // E4B window layer shape, window < chunk
+      {256, 8, 2, 512, 64, 700, 1.0f / 16, 0},   // a later chunk over a wrapped ring
+      {512, 8, 2, 0, 33, 900, 1.0f / 22.6f, 0},  // E4B full layer (hd 512) after 900 tokens
+      {512, 8, 2, 0, 128, 0, 1.0f / 22.6f, 0},   // hd 512, a whole first chunk
+      {512, 8, 8, 0, 5, 37, 1.0f / 22.6f, 0},    // no GQA
+      {512, 4, 1, 24, 19, 50, 1.0f / 22.6f, 0},  // group 4 over one KV head, window
+      {256, 4, 1, 16, 6, 40, 0.0625f, 0},        // window smaller than the batch's span
+      {64, 4, 2, 8, 17, 100, 1.0f, 0},           // tiny synth shapes, unscaled scores
+      {128, 6, 2, 0, 23, 50, 0.125f, 50.0f},     // soft-capped scores, group 3
+      {192, 3, 3, 5, 9, 3, 0.1f, 0},             // head_dim 192, window 5
+  };
+  for (const AttentionCase& c : cases) check_attention(c, 0);
+}
+
+// The decode graph passes the position in device memory: every kernel that reads it must give
+// bit-identical results to the argument; splits beyond the keys (a graph's bucket is larger
+// than the context) merge as nothing.
+TEST_F(CudaOps, DevicePositionEqualsTheArgument) {
+  const int64_t pos = 700, hd = 256, H = 8, Hkv = 2, cells = 1024;
+  std::vector<int64_t> pos_host = {pos};
+  auto dpos = to_device(pos_host);
+  const auto* device_pos = static_cast<const int64_t*>(dpos.data());
+  {  // rope
+    auto x = random_vector(static_cast<size_t>(H * hd), 70);
+    auto a = to_device(x), b = to_device(x);
+    ASSERT_EQ(kernels::launch_rope_neox(f32(a), 1, H, hd, hd, pos, 0.9f, nullptr, nullptr),
+              cudaSuccess);
+    ASSERT_EQ(
+        kernels::launch_rope_neox(f32(b), 1, H, hd, hd, 0, 0.9f, nullptr, nullptr, device_pos),
+        cudaSuccess);
+    EXPECT_EQ(from_device<float>(a, x.size()), from_device<float>(b, x.size()));
+  }
+  // caches filled at every position up to pos by the argument form, the last row also by the
+  // device form into a second cache
+  auto kv_src = random_vector(static_cast<size_t>(cells * Hkv * hd), 71);
+  std::vector<uint16_t> kv_half(kv_src.size());
+  for (size_t i = 0; i < kv_src.size(); ++i) kv_half[i] = cpu::fp32_to_fp16(kv_src[i]);
+  auto kc = to_device(kv_half), vc = to_device(kv_half), kc2 = to_device(kv_half),
+       vc2 = to_device(kv_half);
+  auto row = random_vector(static_cast<size_t>(Hkv * hd), 72);
+  auto drow = to_device(row);
+  ASSERT_EQ(kernels::launch_kv_store(f32(drow), f32(drow), 1, Hkv * hd, pos, cells,
+                                     static_cast<uint16_t*>(kc.data()),
+                                     static_cast<uint16_t*>(vc.data()), nullptr),
+            cudaSuccess);
+  ASSERT_EQ(kernels::launch_kv_store(f32(drow), f32(drow), 1, Hkv * hd, 0, cells,
+                                     static_cast<uint16_t*>(kc2.data()),
+                                     static_cast<uint16_t*>(vc2.data()), nullptr, device_pos),
+            cudaSuccess);
+  EXPECT_EQ(from_device<uint16_t>(kc, kv_half.size()), from_device<uint16_t>(kc2, kv_half.size()));
+  EXPECT_EQ(from_device<uint16_t>(vc, kv_half.size()), from_device<uint16_t>(vc2, kv_half.size()));
+  // attention: argument vs device position, and more splits than keys vs one split
+  auto q = random_vector(static_cast<size_t>(H * hd), 73);
+  auto dq = to_device(q);
+  cuda::DeviceBuffer partials(kernels::attention_partials_floats(1, H, hd, 64) * 4);
+  auto run = [&](int64_t pos_arg, const int64_t* dev, int64_t window, int n_split) {
+    cuda::DeviceBuffer out(q.size() * 4);
+    EXPECT_EQ(kernels::launch_attention_decode(f32(dq), static_cast<uint16_t*>(kc.data()),
+                                               static_cast<uint16_t*>(vc.data()), 1, pos_arg, cells,
+                                               H, Hkv, hd, window, 1.0f / 16, 0.0f, n_split,
+                                               f32(partials), f32(out), nullptr, dev),
+              cudaSuccess);
+    return from_device<float>(out, q.size());
+  };
+  for (int n_split : {1, 11, 64}) {
+    EXPECT_EQ(run(pos, nullptr, 0, n_split), run(0, device_pos, 0, n_split)) << n_split;
+    EXPECT_EQ(run(pos, nullptr, 32, n_split), run(0, device_pos, 32, n_split)) << n_split;
+  }
+  const auto one = run(pos, nullptr, 32, 1), many = run(pos, nullptr, 32, 64);  // 32 keys
+  for (size_t i = 0; i < one.size(); ++i) ASSERT_NEAR(one[i], many[i], 1e-5f) << i;
+}
+
 TEST_F(CudaOps, AttentionRejectsUnsupportedShapes) {
+  EXPECT_EQ(kernels::launch_attention_prefill(nullptr, nullptr, nullptr, 4, 0, 4, 8, 2, 96, 0, 1, 0,
+                                              nullptr, nullptr),
+            cudaErrorInvalidValue);  // head_dim not a multiple of 64
+  EXPECT_EQ(kernels::launch_attention_prefill(nullptr, nullptr, nullptr, 4, 0, 4, 8, 3, 256, 0, 1,
+                                              0, nullptr, nullptr),
+            cudaErrorInvalidValue);  // 8 heads over 3 KV heads
   EXPECT_EQ(kernels::launch_attention_decode(nullptr, nullptr, nullptr, 1, 0, 1, 8, 2, 96, 0, 1, 0,
                                              1, nullptr, nullptr, nullptr),
             cudaErrorInvalidValue);  // head_dim not a multiple of 64

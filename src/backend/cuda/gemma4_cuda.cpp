@@ -4,11 +4,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <iterator>
 #include <map>
+#include <string>
 
 #include "backend/cpu/ops.h"
+#include "gemm_quant.cuh"
 #include "gemv_quant.cuh"
 #include "gguf/gguf.h"
 #include "model/gemma4.h"
@@ -256,10 +259,27 @@ struct Gemma4CudaSession::State {
   float* host_ple = nullptr;
   float* host_logits = nullptr;
   int64_t logit_rows = 0;     // capacity of `logits` / `host_logits`
-  DeviceBuffer logit_buffer;  // all_logits: n_batch rows (allocated on first use)
+  DeviceBuffer logit_buffer;  // all_logits: grown to the rows asked for
   PinnedBuffer host_logit_buffer;
 
+  // Decode as CUDA graphs: the single-token forward pass captured once per context bucket
+  // (the attention split count depends on the keys; everything else on the position reads
+  // *pos on the device), replayed for every token of the bucket. Keyed by the bucket's key
+  // count; a graph holds the buffer addresses of its capture, so growing a buffer drops them.
+  bool use_graphs = true;
+  // BOLTRT_CUDA_GEMM=0: batches through the GEMV and decode attention kernels only (A/B runs,
+  // a fallback should the tensor-core path misbehave on a new device)
+  bool use_prefill_kernels = true;
+  int64_t* pos = nullptr;       // device: the position of the single token
+  int64_t* host_pos = nullptr;  // pinned staging for it
+  std::map<int64_t, cudaGraphExec_t> graphs;
+
+  void drop_graphs() {
+    for (auto& [bucket, exec] : graphs) cudaGraphExecDestroy(exec);
+    graphs.clear();
+  }
   ~State() {
+    drop_graphs();
     if (stream) cudaStreamDestroy(stream);
   }
 };
@@ -340,7 +360,8 @@ Gemma4CudaSession::Gemma4CudaSession(std::shared_ptr<const Gemma4CudaModel> mode
                             B * LP,
                             s.logit_rows * c.n_vocab,
                             static_cast<int64_t>(s.partial_floats),
-                            B};
+                            B,
+                            2};
   size_t total = 0;
   for (int64_t f : floats) total += align_up(static_cast<size_t>(f) * 4);
   s.scratch = DeviceBuffer(total);
@@ -352,15 +373,27 @@ Gemma4CudaSession::Gemma4CudaSession(std::shared_ptr<const Gemma4CudaModel> mode
     p += align_up(static_cast<size_t>(floats[i]) * 4);
   }
   s.tokens = reinterpret_cast<int32_t*>(p);
+  p += align_up(static_cast<size_t>(B) * 4);
+  s.pos = reinterpret_cast<int64_t*>(p);
 
   s.pinned = PinnedBuffer(align_up(static_cast<size_t>(B) * 4) +
                           align_up(static_cast<size_t>(B * LP) * 4) +
-                          align_up(static_cast<size_t>(c.n_vocab) * 4));
+                          align_up(static_cast<size_t>(c.n_vocab) * 4) + kAlign);
   auto* hp = static_cast<uint8_t*>(s.pinned.data());
   s.host_tokens = reinterpret_cast<int32_t*>(hp);
   s.host_ple = reinterpret_cast<float*>(hp + align_up(static_cast<size_t>(B) * 4));
   s.host_logits = reinterpret_cast<float*>(hp + align_up(static_cast<size_t>(B) * 4) +
                                            align_up(static_cast<size_t>(B * LP) * 4));
+  s.host_pos = reinterpret_cast<int64_t*>(hp + align_up(static_cast<size_t>(B) * 4) +
+                                          align_up(static_cast<size_t>(B * LP) * 4) +
+                                          align_up(static_cast<size_t>(c.n_vocab) * 4));
+  // BOLTRT_CUDA_GRAPHS=0: launch the decode kernels one by one (A/B runs, debugging)
+  if (const char* env = std::getenv("BOLTRT_CUDA_GRAPHS"); env && std::string(env) == "0") {
+    s.use_graphs = false;
+  }
+  if (const char* env = std::getenv("BOLTRT_CUDA_GEMM"); env && std::string(env) == "0") {
+    s.use_prefill_kernels = false;
+  }
 }
 
 Gemma4CudaSession::~Gemma4CudaSession() = default;
@@ -424,8 +457,17 @@ std::span<const float> Gemma4CudaSession::decode(std::span<const int32_t> tokens
 
 namespace {
 
-// y[n][rows] = x[n][cols] W^T, in GEMV batches of up to kGemvMaxBatch rows of x.
-void linear(const DeviceMatrix& m, const float* x, int64_t n, float* y, cudaStream_t stream) {
+// y[n][rows] = x[n][cols] W^T: the tensor-core GEMM for prefill chunks and verify batches
+// (n >= kGemmMinBatch, unless gemm is false), else GEMV batches of up to kGemvMaxBatch rows.
+void linear(const DeviceMatrix& m, const float* x, int64_t n, float* y, cudaStream_t stream,
+            bool gemm) {
+  if (gemm && n >= kernels::kGemmMinBatch) {
+    check(kernels::launch_gemm_quant(static_cast<uint32_t>(m.type), m.data, m.rows, m.cols,
+                                     m.row_stride, x, n, y, stream),
+          "gemm");
+    if (m.scale != 1.0f) check(kernels::launch_scale(y, n * m.rows, m.scale, stream), "scale");
+    return;
+  }
   for (int64_t b = 0; b < n; b += kernels::kGemvMaxBatch) {
     const int batch = static_cast<int>(std::min<int64_t>(kernels::kGemvMaxBatch, n - b));
     check(kernels::launch_gemv_quant(static_cast<uint32_t>(m.type), m.data, m.rows, m.cols,
@@ -441,24 +483,13 @@ void Gemma4CudaSession::forward(const int32_t* tokens, int64_t n, int64_t pos0, 
                                 float* logits) {
   const Gemma4Model& host = model_->host();
   const Gemma4Config& c = host.config();
-  const Gemma4CudaModel::Weights& w = model_->weights();
   State& s = *state_;
-  cudaStream_t st = s.stream;
-  const int64_t D = c.n_embd, L = c.n_layer, P = c.n_embd_per_layer, V = c.n_vocab;
-  const float eps = c.rms_eps;
+  const int64_t L = c.n_layer, P = c.n_embd_per_layer, V = c.n_vocab;
   check(cudaSetDevice(model_->device().index), "cudaSetDevice");
 
-  // --- 5.1 embeddings: h = token_embd[tok] * sqrt(D)                              h [n][D]
+  // host side first: the tokens and their per-layer embedding rows into pinned staging (the
+  // table stays in host memory; only the batch's rows move), the logits buffers grown
   std::memcpy(s.host_tokens, tokens, static_cast<size_t>(n) * 4);
-  check(cudaMemcpyAsync(s.tokens, s.host_tokens, static_cast<size_t>(n) * 4, cudaMemcpyHostToDevice,
-                        st),
-        "token upload");
-  check(kernels::launch_embed_rows(static_cast<uint32_t>(w.token_embd.type), w.token_embd.data,
-                                   w.token_embd.row_stride, D, s.tokens, n,
-                                   std::sqrt(static_cast<float>(D)), s.h, st),
-        "embedding");
-
-  // --- 5.2 per-layer embeddings: the table stays in host memory; only the batch's rows move
   if (P > 0) {
     const WeightView& table = host.per_layer_token_embd();
     for (int64_t t = 0; t < n; ++t) {
@@ -467,10 +498,86 @@ void Gemma4CudaSession::forward(const int32_t* tokens, int64_t n, int64_t pos0, 
                          static_cast<size_t>(tokens[t]) * table.row_stride,
                      s.host_ple + t * L * P, table.cols);
     }
+  }
+  const int64_t rows = logits ? (all_logits ? n : 1) : 0;
+  if (rows > s.logit_rows) {  // all_logits: grow the logits buffers to the rows asked for
+    s.drop_graphs();          // they captured the old addresses
+    s.logit_buffer = DeviceBuffer(static_cast<size_t>(rows * V) * 4);
+    s.host_logit_buffer = PinnedBuffer(static_cast<size_t>(rows * V) * 4);
+    s.logit_rows = rows;
+    s.logits = static_cast<float*>(s.logit_buffer.data());
+    s.host_logits = static_cast<float*>(s.host_logit_buffer.data());
+  }
+
+  if (n == 1 && rows == 1 && s.use_graphs) {
+    // one token: replay the graph of its context bucket (keys rounded up to a power of two
+    // from 256), capturing it on first use
+    int64_t bucket = 256;
+    while (bucket < pos0 + 1) bucket *= 2;
+    *s.host_pos = pos0;
+    auto it = s.graphs.find(bucket);
+    if (it == s.graphs.end()) {
+      check(cudaStreamBeginCapture(s.stream, cudaStreamCaptureModeThreadLocal), "graph capture");
+      cudaGraph_t graph = nullptr;
+      try {
+        enqueue(1, pos0, 1, /*device_pos=*/true, bucket);
+      } catch (...) {
+        cudaStreamEndCapture(s.stream, &graph);
+        if (graph) cudaGraphDestroy(graph);
+        cudaGetLastError();
+        throw;
+      }
+      check(cudaStreamEndCapture(s.stream, &graph), "graph capture");
+      cudaGraphExec_t exec = nullptr;
+      const cudaError_t status = cudaGraphInstantiate(&exec, graph, 0);
+      cudaGraphDestroy(graph);
+      check(status, "graph instantiate");
+      it = s.graphs.emplace(bucket, exec).first;
+    }
+    check(cudaGraphLaunch(it->second, s.stream), "graph launch");
+  } else {
+    enqueue(n, pos0, rows, /*device_pos=*/false, pos0 + n);
+  }
+  // Every forward ends synchronised (for decode, the one wait per token: the logits the
+  // sampler needs): the pinned staging is reused by the next call, and a device fault
+  // surfaces here as one error.
+  check(cudaStreamSynchronize(s.stream), "forward");
+  if (logits) std::memcpy(logits, s.host_logits, static_cast<size_t>(rows * V) * 4);
+}
+
+void Gemma4CudaSession::enqueue(int64_t n, int64_t pos0, int64_t logit_rows, bool device_pos,
+                                int64_t split_keys) {
+  const Gemma4Model& host = model_->host();
+  const Gemma4Config& c = host.config();
+  const Gemma4CudaModel::Weights& w = model_->weights();
+  State& s = *state_;
+  cudaStream_t st = s.stream;
+  const int64_t D = c.n_embd, L = c.n_layer, P = c.n_embd_per_layer, V = c.n_vocab;
+  const float eps = c.rms_eps;
+  const bool gemm = s.use_prefill_kernels;  // tensor-core GEMM for batches (see linear)
+  // device_pos: kernels read the position from s.pos (a graph replays for any position)
+  const int64_t* dpos = nullptr;
+  if (device_pos) {
+    check(cudaMemcpyAsync(s.pos, s.host_pos, sizeof(int64_t), cudaMemcpyHostToDevice, st),
+          "position upload");
+    dpos = s.pos;
+  }
+
+  // --- 5.1 embeddings: h = token_embd[tok] * sqrt(D)                              h [n][D]
+  check(cudaMemcpyAsync(s.tokens, s.host_tokens, static_cast<size_t>(n) * 4, cudaMemcpyHostToDevice,
+                        st),
+        "token upload");
+  check(kernels::launch_embed_rows(static_cast<uint32_t>(w.token_embd.type), w.token_embd.data,
+                                   w.token_embd.row_stride, D, s.tokens, n,
+                                   std::sqrt(static_cast<float>(D)), s.h, st),
+        "embedding");
+
+  // --- 5.2 per-layer embeddings (rows staged in s.host_ple by forward)
+  if (P > 0) {
     check(cudaMemcpyAsync(s.ple_tok, s.host_ple, static_cast<size_t>(n * L * P) * 4,
                           cudaMemcpyHostToDevice, st),
           "per-layer embedding upload");
-    linear(w.ple_proj, s.h, n, s.ple, st);  // [n][L*P]
+    linear(w.ple_proj, s.h, n, s.ple, st, gemm);  // [n][L*P]
     check(kernels::launch_ple_mix(
               s.ple, s.ple_tok, w.ple_norm, n * L, P, 1.0f / std::sqrt(static_cast<float>(D)),
               std::sqrt(static_cast<float>(P)), 1.0f / std::sqrt(2.0f), eps, st),
@@ -486,14 +593,15 @@ void Gemma4CudaSession::forward(const int32_t* tokens, int64_t n, int64_t pos0, 
 
     // --- 5.3 attention
     check(kernels::launch_rms_norm(s.h, layer.attn_norm, n, D, eps, s.a, st), "attn_norm");
-    linear(layer.q, s.a, n, s.q, st);  // [n][H*hd]
+    linear(layer.q, s.a, n, s.q, st, gemm);  // [n][H*hd]
     check(kernels::launch_rms_norm(s.q, layer.q_norm, n * H, hd, eps, s.q, st), "q_norm");
-    check(kernels::launch_rope_neox(s.q, n, H, hd, lc.n_rot, pos0, theta_scale, freq_factors, st),
+    check(kernels::launch_rope_neox(s.q, n, H, hd, lc.n_rot, pos0, theta_scale, freq_factors, st,
+                                    dpos),
           "rope q");
     if (lc.kv_source < 0) {
-      linear(layer.k, s.a, n, s.kx, st);  // [n][Hkv*hd]
+      linear(layer.k, s.a, n, s.kx, st, gemm);  // [n][Hkv*hd]
       if (layer.v.present()) {
-        linear(layer.v, s.a, n, s.vx, st);
+        linear(layer.v, s.a, n, s.vx, st, gemm);
       } else {  // K=V layer: V is the raw K projection
         check(cudaMemcpyAsync(s.vx, s.kx, static_cast<size_t>(n * Hkv * hd) * 4,
                               cudaMemcpyDeviceToDevice, st),
@@ -502,38 +610,50 @@ void Gemma4CudaSession::forward(const int32_t* tokens, int64_t n, int64_t pos0, 
       check(kernels::launch_rms_norm(s.kx, layer.k_norm, n * Hkv, hd, eps, s.kx, st), "k_norm");
       check(kernels::launch_rms_norm(s.vx, nullptr, n * Hkv, hd, eps, s.vx, st), "v_norm");
       check(kernels::launch_rope_neox(s.kx, n, Hkv, hd, lc.n_rot, pos0, theta_scale, freq_factors,
-                                      st),
+                                      st, dpos),
             "rope k");
-      check(
-          kernels::launch_kv_store(s.kx, s.vx, n, Hkv * hd, pos0, s.cells[static_cast<size_t>(il)],
-                                   s.k[static_cast<size_t>(il)], s.v[static_cast<size_t>(il)], st),
-          "kv store");
+      check(kernels::launch_kv_store(s.kx, s.vx, n, Hkv * hd, pos0,
+                                     s.cells[static_cast<size_t>(il)], s.k[static_cast<size_t>(il)],
+                                     s.v[static_cast<size_t>(il)], st, dpos),
+            "kv store");
     }
-    const int n_split = kernels::attention_split_count(pos0 + n, n, H);
-    check(kernels::launch_attention_decode(
-              s.q, s.k[static_cast<size_t>(il)], s.v[static_cast<size_t>(il)], n, pos0,
-              s.cells[static_cast<size_t>(il)], H, Hkv, hd, lc.sliding ? c.n_swa : 0,
-              /*scale=*/1.0f, /*cap=*/0.0f, n_split, s.partials, s.attn, st),
-          "attention");
-    linear(layer.o, s.attn, n, s.o, st);  // [n][D]
+    // many queries: flash attention (K/V tiles shared by a block's queries); a few: the
+    // split-KV decode kernel, which spreads one query's keys over many blocks
+    if (n >= kernels::kGemmMinBatch && gemm && !device_pos) {
+      check(kernels::launch_attention_prefill(
+                s.q, s.k[static_cast<size_t>(il)], s.v[static_cast<size_t>(il)], n, pos0,
+                s.cells[static_cast<size_t>(il)], H, Hkv, hd, lc.sliding ? c.n_swa : 0,
+                /*scale=*/1.0f, /*cap=*/0.0f, s.attn, st),
+            "prefill attention");
+    } else {
+      // split over the keys a query can see at most (split_keys: the graph's bucket)
+      const int64_t max_keys = lc.sliding ? std::min(split_keys, c.n_swa) : split_keys;
+      const int n_split = kernels::attention_split_count(max_keys, n, H);
+      check(kernels::launch_attention_decode(
+                s.q, s.k[static_cast<size_t>(il)], s.v[static_cast<size_t>(il)], n, pos0,
+                s.cells[static_cast<size_t>(il)], H, Hkv, hd, lc.sliding ? c.n_swa : 0,
+                /*scale=*/1.0f, /*cap=*/0.0f, n_split, s.partials, s.attn, st, dpos),
+            "attention");
+    }
+    linear(layer.o, s.attn, n, s.o, st, gemm);  // [n][D]
     check(kernels::launch_rms_norm_add(s.o, layer.post_attention_norm, n, D, eps, s.h, st),
           "post_attention_norm");
 
     // --- 5.6 feed-forward (dense)
     check(kernels::launch_rms_norm(s.h, layer.ffn_norm, n, D, eps, s.a, st), "ffn_norm");
-    linear(layer.gate, s.a, n, s.gate, st);  // [n][n_ff]
-    linear(layer.up, s.a, n, s.up, st);
+    linear(layer.gate, s.a, n, s.gate, st, gemm);  // [n][n_ff]
+    linear(layer.up, s.a, n, s.up, st, gemm);
     check(kernels::launch_gelu_mul(s.gate, s.up, lc.n_ff, n, lc.n_ff, s.gate, st), "geglu");
-    linear(layer.down, s.gate, n, s.o, st);  // [n][D]
+    linear(layer.down, s.gate, n, s.o, st, gemm);  // [n][D]
     check(kernels::launch_rms_norm_add(s.o, layer.post_ffw_norm, n, D, eps, s.h, st),
           "post_ffw_norm");
 
     // --- 5.8 per-layer embedding injection
     if (P > 0) {
-      linear(layer.inp_gate, s.h, n, s.gate, st);  // [n][P]
+      linear(layer.inp_gate, s.h, n, s.gate, st, gemm);  // [n][P]
       check(kernels::launch_gelu_mul(s.gate, s.ple + il * P, L * P, n, P, s.gate, st),
             "per-layer gate");
-      linear(layer.proj, s.gate, n, s.o, st);  // [n][D]
+      linear(layer.proj, s.gate, n, s.o, st, gemm);  // [n][D]
       check(kernels::launch_rms_norm_add(s.o, layer.post_norm, n, D, eps, s.h, st), "post_norm");
     }
     // --- 5.9 layer output scalar
@@ -542,32 +662,18 @@ void Gemma4CudaSession::forward(const int32_t* tokens, int64_t n, int64_t pos0, 
     }
   }
 
-  // --- 5.10 output: final norm, head, soft-cap (the last row, or every row)
-  if (logits) {
-    const int64_t rows = all_logits ? n : 1;
-    if (rows > s.logit_rows) {  // all_logits: grow the logits buffers on first use
-      s.logit_rows = n_batch_;
-      s.logit_buffer = DeviceBuffer(static_cast<size_t>(s.logit_rows * V) * 4);
-      s.host_logit_buffer = PinnedBuffer(static_cast<size_t>(s.logit_rows * V) * 4);
-      s.logits = static_cast<float*>(s.logit_buffer.data());
-      s.host_logits = static_cast<float*>(s.host_logit_buffer.data());
-    }
-    const float* last = s.h + (n - rows) * D;
-    check(kernels::launch_rms_norm(last, w.output_norm, rows, D, eps, s.a, st), "output_norm");
-    linear(w.output, s.a, rows, s.logits, st);  // [rows][V]
+  // --- 5.10 output: final norm, head, soft-cap (the last logit_rows rows)
+  if (logit_rows > 0) {
+    const float* last = s.h + (n - logit_rows) * D;
+    check(kernels::launch_rms_norm(last, w.output_norm, logit_rows, D, eps, s.a, st),
+          "output_norm");
+    linear(w.output, s.a, logit_rows, s.logits, st, gemm);  // [rows][V]
     if (c.logit_softcap > 0.0f) {
-      check(kernels::launch_softcap(s.logits, rows * V, c.logit_softcap, st), "softcap");
+      check(kernels::launch_softcap(s.logits, logit_rows * V, c.logit_softcap, st), "softcap");
     }
-    check(cudaMemcpyAsync(s.host_logits, s.logits, static_cast<size_t>(rows * V) * 4,
+    check(cudaMemcpyAsync(s.host_logits, s.logits, static_cast<size_t>(logit_rows * V) * 4,
                           cudaMemcpyDeviceToHost, st),
           "logits download");
-  }
-  // Every forward ends synchronised: the pinned staging is reused by the next call, and a
-  // device fault surfaces here as one error.
-  check(cudaStreamSynchronize(st), "forward");
-  if (logits) {
-    const int64_t rows = all_logits ? n : 1;
-    std::memcpy(logits, s.host_logits, static_cast<size_t>(rows * V) * 4);
   }
 }
 

@@ -2,7 +2,9 @@
 // (Gemma4CudaModel) and sequences decoding on them (Gemma4CudaSession, a LanguageModel with an
 // F16 KV cache in device memory). The forward pass mirrors Gemma4Model::forward
 // (src/model/gemma4.cpp, shared/docs/gemma4.md §5) op by op with the kernels of kernels/; the
-// CPU forward pass stays the reference (test_cuda_gemma4 compares logits).
+// CPU forward pass stays the reference (test_cuda_gemma4 compares logits). Prompts and verify
+// batches run in chunks through the tensor-core GEMM and flash attention; single-token decode
+// replays a CUDA graph per context bucket (BOLTRT_CUDA_GRAPHS=0 launches kernel by kernel).
 //
 // Plain C++ header (no CUDA types), built only with CUDA; other code reaches it through
 // backend/device.h.
@@ -57,8 +59,9 @@ class Gemma4CudaModel {
 
 class Gemma4CudaSession : public LanguageModel {
  public:
-  // Prompts run in micro-batches of min(options.n_batch, kMaxBatch) tokens.
-  static constexpr int64_t kMaxBatch = 64;
+  // Prompts run in micro-batches of min(options.n_batch, kMaxBatch) tokens: each one pass of
+  // tensor-core GEMMs and flash attention (above kernels::kGemmMinBatch tokens).
+  static constexpr int64_t kMaxBatch = 512;
   Gemma4CudaSession(std::shared_ptr<const Gemma4CudaModel> model, const SessionOptions& options);
   ~Gemma4CudaSession() override;
 
@@ -74,7 +77,14 @@ class Gemma4CudaSession : public LanguageModel {
 
  private:
   struct State;
+  // Runs n tokens at positions pos0..; writes the logits of the last row (all rows with
+  // all_logits) to `logits` unless it is null. One token replays a CUDA graph.
   void forward(const int32_t* tokens, int64_t n, int64_t pos0, bool all_logits, float* logits);
+  // Queues the forward pass of n tokens staged by forward() on the session's stream (also
+  // while a graph is being captured): logit_rows final rows go through the head into the
+  // pinned logits; device_pos makes the kernels read the position from device memory;
+  // split_keys bounds the keys the decode attention splits.
+  void enqueue(int64_t n, int64_t pos0, int64_t logit_rows, bool device_pos, int64_t split_keys);
 
   std::shared_ptr<const Gemma4CudaModel> model_;
   int64_t n_ctx_ = 0, n_batch_ = 0, n_past_ = 0;

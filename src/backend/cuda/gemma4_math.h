@@ -56,6 +56,16 @@ struct SoftmaxState {
     m = m_new;
     return correction;
   }
+  // Tile-wise form (flash attention): raises the running maximum to at least tile_max, the
+  // largest score of the next tile, before that tile's weights p = exp(s - m) are added to l.
+  // Returns the factor to rescale the accumulators by (0 while nothing was added yet).
+  BOLTRT_HD float rescale(float tile_max) {
+    const float m_new = tile_max > m ? tile_max : m;
+    const float correction = m == -INFINITY ? 0.0f : expf(m - m_new);
+    l *= correction;
+    m = m_new;
+    return correction;
+  }
   // Merges another state; *self_factor and *other_factor rescale the two accumulators.
   BOLTRT_HD void merge(const SoftmaxState& other, float* self_factor, float* other_factor) {
     const float m_new = other.m > m ? other.m : m;
@@ -72,6 +82,19 @@ BOLTRT_HD inline int64_t first_visible_key(int64_t pos, int64_t window) {
   if (window <= 0) return 0;
   const int64_t first = pos - window + 1;
   return first > 0 ? first : 0;
+}
+
+// The keys a block of the prefill attention kernel stages: the union of the visible ranges of
+// its query rows r0 .. min(r0 + rows, n_rows) - 1, row r being token r / group at position
+// pos0 + r / group (first_visible_key is monotone in the position, so the first row's first
+// key and the last row's position bound it). Both ends inclusive.
+struct KeyRange {
+  int64_t first, last;
+};
+BOLTRT_HD inline KeyRange prefill_block_keys(int64_t r0, int64_t rows, int64_t n_rows,
+                                             int64_t group, int64_t pos0, int64_t window) {
+  const int64_t r_last = (r0 + rows < n_rows ? r0 + rows : n_rows) - 1;
+  return {first_visible_key(pos0 + r0 / group, window), pos0 + r_last / group};
 }
 
 }  // namespace boltrt::cuda
