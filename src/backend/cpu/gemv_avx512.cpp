@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "backend/cpu/matmul_internal.h"
@@ -29,6 +30,13 @@ namespace boltrt::cpu {
 namespace {
 
 constexpr size_t kChunkBytes = 128 * 1024;
+
+// Short per-activation-row loops must be fully unrolled so the accumulators stay in registers.
+#if defined(__clang__)
+#define BOLTRT_UNROLL _Pragma("unroll")
+#else
+#define BOLTRT_UNROLL _Pragma("GCC unroll 16")
+#endif
 
 inline float hsum512(__m512 v) {
   return _mm512_reduce_add_ps(v);
@@ -43,6 +51,20 @@ inline float f16_at(const uint8_t* p) {
   uint16_t h;
   std::memcpy(&h, p, 2);
   return _cvtsh_ss(h);
+}
+
+// A weight row's accumulators against one activation row, kept across column slices: the row
+// kernels continue exactly where the previous slice stopped, so slicing the columns does not
+// change a single operation of a row's arithmetic.
+struct RowAcc {
+  __m512 v;  // 16 float lanes, summed at the end
+  __m128 m;  // Q4_K: the mins' term (4 lanes), subtracted at the end
+};
+
+inline float finish(const RowAcc& a) {
+  __m128 m = _mm_add_ps(a.m, _mm_movehl_ps(a.m, a.m));
+  m = _mm_add_ss(m, _mm_movehdup_ps(m));
+  return hsum512(a.v) - _mm_cvtss_f32(m);
 }
 
 // ---- Q4_K -----------------------------------------------------------------------------------
@@ -89,7 +111,11 @@ inline __m128i unpack_q4k_scales(const uint8_t* packed) {
                         static_cast<int>(m1));
 }
 
-float dot_q4k_row(const uint8_t* row, const Q4KAct* y, int64_t nsb) {
+// Up to kMaxNb activation rows share each unpacked super-block; per activation row the
+// arithmetic (and the float accumulation order) is the same for any kNb, so a row's result does
+// not depend on how many activation rows were computed with it.
+template <int kNb>
+void q4k_rows(const uint8_t* row, const Q4KAct* const* y, int64_t i0, int64_t i1, RowAcc* st) {
   const __m512i low4 = _mm512_set1_epi8(0x0f);
   // word index vectors picking sc_a for words 0-15 and sc_b for words 16-31
   const __m512i idx02 = _mm512_set_epi64(0x0002000200020002, 0x0002000200020002, 0x0002000200020002,
@@ -99,9 +125,15 @@ float dot_q4k_row(const uint8_t* row, const Q4KAct* y, int64_t nsb) {
   const __m512i four = _mm512_set1_epi16(4);
   const __m512i idx46 = _mm512_add_epi16(idx02, four);
   const __m512i idx57 = _mm512_add_epi16(idx13, four);
-  __m512 acc = _mm512_setzero_ps();
-  __m128 acc_min = _mm_setzero_ps();
-  for (int64_t i = 0; i < nsb; ++i, row += 144) {
+  __m512 acc[kNb];
+  __m128 acc_min[kNb];
+  BOLTRT_UNROLL
+  for (int b = 0; b < kNb; ++b) {
+    acc[b] = st[b].v;
+    acc_min[b] = st[b].m;
+  }
+  row += i0 * 144;
+  for (int64_t i = i0; i < i1; ++i, row += 144) {
     const __m256i sm16 = _mm256_cvtepu8_epi16(unpack_q4k_scales(row + 4));  // sc0-7, m0-7
     const __m512i sc = _mm512_zextsi256_si512(sm16);
     const __m512i q0 = load512(row + 16), q1 = load512(row + 80);
@@ -109,29 +141,39 @@ float dot_q4k_row(const uint8_t* row, const Q4KAct* y, int64_t nsb) {
     const __m512i h0 = _mm512_and_si512(_mm512_srli_epi16(q0, 4), low4);
     const __m512i l1 = _mm512_and_si512(q1, low4);
     const __m512i h1 = _mm512_and_si512(_mm512_srli_epi16(q1, 4), low4);
-    const int8_t* a = y[i].qs;
-    const __m512i p0 = _mm512_maddubs_epi16(l0, load512(a));
-    const __m512i p1 = _mm512_maddubs_epi16(h0, load512(a + 64));
-    const __m512i p2 = _mm512_maddubs_epi16(l1, load512(a + 128));
-    const __m512i p3 = _mm512_maddubs_epi16(h1, load512(a + 192));
-    __m512i s0 = _mm512_madd_epi16(p0, _mm512_permutexvar_epi16(idx02, sc));
-    __m512i s1 = _mm512_madd_epi16(p1, _mm512_permutexvar_epi16(idx13, sc));
-    s0 = _mm512_dpwssd_epi32(s0, p2, _mm512_permutexvar_epi16(idx46, sc));
-    s1 = _mm512_dpwssd_epi32(s1, p3, _mm512_permutexvar_epi16(idx57, sc));
-    // [d, dmin] * dy
+    const __m512i sc02 = _mm512_permutexvar_epi16(idx02, sc);
+    const __m512i sc13 = _mm512_permutexvar_epi16(idx13, sc);
+    const __m512i sc46 = _mm512_permutexvar_epi16(idx46, sc);
+    const __m512i sc57 = _mm512_permutexvar_epi16(idx57, sc);
+    const __m128i m16 = _mm256_extracti128_si256(sm16, 1);
     int32_t d_dmin;
     std::memcpy(&d_dmin, row, 4);
-    const __m128 dd = _mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi32_si128(d_dmin)), _mm_set1_ps(y[i].d));
-    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)), _mm512_broadcastss_ps(dd),
-                          acc);
-    const __m128i mins =
-        _mm_madd_epi16(_mm256_extracti128_si256(sm16, 1),
-                       _mm_load_si128(reinterpret_cast<const __m128i*>(y[i].bsum32)));
-    acc_min = _mm_fmadd_ps(_mm_cvtepi32_ps(mins), _mm_permute_ps(dd, 0x55), acc_min);
+    const __m128 wd = _mm_cvtph_ps(_mm_cvtsi32_si128(d_dmin));  // [d, dmin]
+    BOLTRT_UNROLL
+    for (int b = 0; b < kNb; ++b) {
+      const Q4KAct& ya = y[b][i];
+      const int8_t* a = ya.qs;
+      const __m512i p0 = _mm512_maddubs_epi16(l0, load512(a));
+      const __m512i p1 = _mm512_maddubs_epi16(h0, load512(a + 64));
+      const __m512i p2 = _mm512_maddubs_epi16(l1, load512(a + 128));
+      const __m512i p3 = _mm512_maddubs_epi16(h1, load512(a + 192));
+      __m512i s0 = _mm512_madd_epi16(p0, sc02);
+      __m512i s1 = _mm512_madd_epi16(p1, sc13);
+      s0 = _mm512_dpwssd_epi32(s0, p2, sc46);
+      s1 = _mm512_dpwssd_epi32(s1, p3, sc57);
+      const __m128 dd = _mm_mul_ps(wd, _mm_set1_ps(ya.d));  // [d, dmin] * dy
+      acc[b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)),
+                               _mm512_broadcastss_ps(dd), acc[b]);
+      const __m128i mins =
+          _mm_madd_epi16(m16, _mm_load_si128(reinterpret_cast<const __m128i*>(ya.bsum32)));
+      acc_min[b] = _mm_fmadd_ps(_mm_cvtepi32_ps(mins), _mm_permute_ps(dd, 0x55), acc_min[b]);
+    }
   }
-  __m128 m = _mm_add_ps(acc_min, _mm_movehl_ps(acc_min, acc_min));
-  m = _mm_add_ss(m, _mm_movehdup_ps(m));
-  return hsum512(acc) - _mm_cvtss_f32(m);
+  BOLTRT_UNROLL
+  for (int b = 0; b < kNb; ++b) {
+    st[b].v = acc[b];
+    st[b].m = acc_min[b];
+  }
 }
 
 // ---- Q6_K -----------------------------------------------------------------------------------
@@ -142,7 +184,8 @@ float dot_q4k_row(const uint8_t* row, const Q4KAct* y, int64_t nsb) {
 // i.e. natural order: the activation codes need no rearranging. Unsigned codes u = q + 32:
 // dot = d*dy * (sum_g sc_g * (u . q8)_g - 32 * sum_g sc_g * bsums_g).
 
-float dot_q6k_row(const uint8_t* row, const ActQ8_K* y, int64_t nsb) {
+template <int kNb>
+void q6k_rows(const uint8_t* row, const ActQ8_K* const* y, int64_t i0, int64_t i1, RowAcc* st) {
   const __m512i low4 = _mm512_set1_epi8(0x0f);
   const __m512i bits45 = _mm512_set1_epi8(0x30);
   const __m512i shl = _mm512_set_epi64(0x0002000200020002, 0x0002000200020002, 0x0002000200020002,
@@ -158,49 +201,230 @@ float dot_q6k_row(const uint8_t* row, const ActQ8_K* y, int64_t nsb) {
   const __m512i idx1 = _mm512_add_epi16(idx0, four);
   const __m512i idx2 = _mm512_add_epi16(idx1, four);
   const __m512i idx3 = _mm512_add_epi16(idx2, four);
-  __m512 acc = _mm512_setzero_ps();
-  for (int64_t i = 0; i < nsb; ++i, row += 210) {
+  __m512 acc[kNb];
+  BOLTRT_UNROLL
+  for (int b = 0; b < kNb; ++b) acc[b] = st[b].v;
+  row += i0 * 210;
+  for (int64_t i = i0; i < i1; ++i, row += 210) {
     const __m256i sc16 =
         _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 192)));
     const __m512i sc = _mm512_zextsi256_si512(sc16);
-    const int8_t* a = y[i].qs;
-    __m512i s[2];
+    __m512i ua[2], ub[2];
     for (int h = 0; h < 2; ++h) {
       const __m512i l = load512(row + 64 * h);
       const __m512i qh = _mm512_broadcast_i64x4(
           _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 128 + 32 * h)));
-      const __m512i ua = _mm512_or_si512(_mm512_and_si512(l, low4),
-                                         _mm512_and_si512(_mm512_sllv_epi16(qh, shl), bits45));
-      const __m512i ub = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), low4),
-                                         _mm512_and_si512(_mm512_srlv_epi16(qh, shr), bits45));
-      const __m512i pa = _mm512_maddubs_epi16(ua, load512(a + 128 * h));
-      const __m512i pb = _mm512_maddubs_epi16(ub, load512(a + 128 * h + 64));
-      s[h] = _mm512_madd_epi16(pa, _mm512_permutexvar_epi16(h == 0 ? idx0 : idx2, sc));
-      s[h] = _mm512_dpwssd_epi32(s[h], pb, _mm512_permutexvar_epi16(h == 0 ? idx1 : idx3, sc));
+      ua[h] = _mm512_or_si512(_mm512_and_si512(l, low4),
+                              _mm512_and_si512(_mm512_sllv_epi16(qh, shl), bits45));
+      ub[h] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), low4),
+                              _mm512_and_si512(_mm512_srlv_epi16(qh, shr), bits45));
     }
-    // -32 * sum_g sc_g * bsums_g, added to lanes 0-7
-    const __m256i off = _mm256_slli_epi32(
-        _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].bsums)), sc16),
-        5);
-    const __m512i sumi =
-        _mm512_sub_epi32(_mm512_add_epi32(s[0], s[1]), _mm512_zextsi256_si512(off));
-    acc =
-        _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_set1_ps(f16_at(row + 208) * y[i].d), acc);
+    const __m512i sc0 = _mm512_permutexvar_epi16(idx0, sc);
+    const __m512i sc1 = _mm512_permutexvar_epi16(idx1, sc);
+    const __m512i sc2 = _mm512_permutexvar_epi16(idx2, sc);
+    const __m512i sc3 = _mm512_permutexvar_epi16(idx3, sc);
+    const float wd = f16_at(row + 208);
+    BOLTRT_UNROLL
+    for (int b = 0; b < kNb; ++b) {
+      const int8_t* a = y[b][i].qs;
+      __m512i s0 = _mm512_madd_epi16(_mm512_maddubs_epi16(ua[0], load512(a)), sc0);
+      s0 = _mm512_dpwssd_epi32(s0, _mm512_maddubs_epi16(ub[0], load512(a + 64)), sc1);
+      __m512i s1 = _mm512_madd_epi16(_mm512_maddubs_epi16(ua[1], load512(a + 128)), sc2);
+      s1 = _mm512_dpwssd_epi32(s1, _mm512_maddubs_epi16(ub[1], load512(a + 192)), sc3);
+      // -32 * sum_g sc_g * bsums_g, added to lanes 0-7
+      const __m256i off = _mm256_slli_epi32(
+          _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[b][i].bsums)),
+                            sc16),
+          5);
+      const __m512i sumi = _mm512_sub_epi32(_mm512_add_epi32(s0, s1), _mm512_zextsi256_si512(off));
+      acc[b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_set1_ps(wd * y[b][i].d), acc[b]);
+    }
   }
-  return hsum512(acc);
+  BOLTRT_UNROLL
+  for (int b = 0; b < kNb; ++b) st[b].v = acc[b];
+}
+
+// ---- Q4_0 / Q8_0 ----------------------------------------------------------------------------
+// Four 32-element blocks per step, block k of the four in 128-bit lane k of two zmm: elements
+// 0-15 in one (A), 16-31 in the other (B). Codes are unsigned for vpdpbusd (Q4_0 nibbles as
+// they are, Q8_0 codes + 128), so each block's integer dot is
+//   dpbusd(A, act 0-15) + dpbusd(B, act 16-31) - offset * sum(act codes)   (offset 8 or 128),
+// exact in int32, spread over the 4 dword lanes of the block's 128-bit lane. Each activation row
+// is rearranged once per call into that order (Legacy4Act), with the offset term as the
+// accumulator's start value and dy repeated over the block's lanes; a step is then 2 vpdpbusd,
+// a conversion and two float ops per activation row: acc += float(sum) * (dw * dy) per lane.
+// Rows whose block count is not a multiple of 4 end with a step on a zero-padded copy.
+
+struct alignas(64) Legacy4Act {
+  int8_t lo[64];      // elements 0-15 of blocks 0-3
+  int8_t hi[64];      // elements 16-31
+  int32_t start[16];  // lane 4k: -offset * sum of block k's codes, other lanes 0
+  float dy[16];       // block k's activation scale in lanes 4k..4k+3
+};
+
+void prepare_legacy_act(const ActQ8_0* y, int64_t nblk, int offset, Legacy4Act* out) {
+  for (int64_t g = 0; g < (nblk + 3) / 4; ++g) {
+    Legacy4Act& o = out[g];
+    std::memset(&o, 0, sizeof o);
+    for (int k = 0; k < 4 && 4 * g + k < nblk; ++k) {
+      const ActQ8_0& blk = y[4 * g + k];
+      std::memcpy(o.lo + 16 * k, blk.qs, 16);
+      std::memcpy(o.hi + 16 * k, blk.qs + 16, 16);
+      int sum = 0;
+      for (int j = 0; j < 32; ++j) sum += blk.qs[j];
+      o.start[4 * k] = -offset * sum;
+      const float dy = _cvtsh_ss(blk.d);
+      for (int j = 0; j < 4; ++j) o.dy[4 * k + j] = dy;
+    }
+  }
+}
+
+inline __m512i load4x128(const uint8_t* p, size_t stride) {
+  __m512i v = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + stride)), 1);
+  v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2 * stride)), 2);
+  return _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 3 * stride)),
+                            3);
+}
+
+// Four Q4_0 blocks (18 B: d, qs[16] with element j low / j+16 high nibble).
+struct Q4_0Step {
+  static constexpr size_t kBytes = 18;
+  static constexpr int kOffset = 8;
+  static void decode(const uint8_t* p, __m512i& a, __m512i& b, __m512& d) {
+    const __m512i low4 = _mm512_set1_epi8(0x0f);
+    const __m512i q = load4x128(p + 2, kBytes);
+    a = _mm512_and_si512(q, low4);
+    b = _mm512_and_si512(_mm512_srli_epi16(q, 4), low4);
+    // d of block k is word 9k of the first 64 bytes; repeated over words 4k..4k+3
+    const __m512i idx =
+        _mm512_set_epi64(0, 0, 0, 0, 0x001b001b001b001b, 0x0012001200120012, 0x0009000900090009, 0);
+    d = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutexvar_epi16(idx, load512(p))));
+  }
+};
+
+// Four Q8_0 blocks (34 B: d, qs[32]).
+struct Q8_0Step {
+  static constexpr size_t kBytes = 34;
+  static constexpr int kOffset = 128;
+  static void decode(const uint8_t* p, __m512i& a, __m512i& b, __m512& d) {
+    const __m512i flip = _mm512_set1_epi8(-128);
+    a = _mm512_xor_si512(load4x128(p + 2, kBytes), flip);
+    b = _mm512_xor_si512(load4x128(p + 18, kBytes), flip);
+    // d of block k is word 17k of the 136 bytes
+    const __m512i idx =
+        _mm512_set_epi64(0, 0, 0, 0, 0x0033003300330033, 0x0022002200220022, 0x0011001100110011, 0);
+    d = _mm512_cvtph_ps(
+        _mm512_castsi512_si256(_mm512_permutex2var_epi16(load512(p), idx, load512(p + 64))));
+  }
+};
+
+template <typename Step, int kNb>
+inline void legacy_step(const uint8_t* p, const Legacy4Act* const* y, int64_t g, __m512* acc) {
+  __m512i wa, wb;
+  __m512 wd;
+  Step::decode(p, wa, wb, wd);
+  BOLTRT_UNROLL
+  for (int b = 0; b < kNb; ++b) {
+    const Legacy4Act& ya = y[b][g];
+    __m512i s = _mm512_dpbusd_epi32(load512(ya.start), wa, load512(ya.lo));
+    s = _mm512_dpbusd_epi32(s, wb, load512(ya.hi));
+    acc[b] =
+        _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(wd, _mm512_load_ps(ya.dy)), acc[b]);
+  }
+}
+
+// Steps [g0, g1) of a row of nblk blocks; step nblk / 4 (if any) is the zero-padded rest.
+template <typename Step, int kNb>
+void legacy_rows(const uint8_t* row, const Legacy4Act* const* y, int64_t nblk, int64_t g0,
+                 int64_t g1, RowAcc* st) {
+  __m512 acc[kNb];
+  BOLTRT_UNROLL
+  for (int b = 0; b < kNb; ++b) acc[b] = st[b].v;
+  const int64_t full = nblk / 4;
+  for (int64_t g = g0; g < std::min(g1, full); ++g)
+    legacy_step<Step, kNb>(row + g * 4 * Step::kBytes, y, g, acc);
+  if (g1 > full) {
+    // zero blocks: d = 0 and zero codes against zero activations add exactly 0
+    alignas(64) uint8_t pad[4 * Step::kBytes + 64] = {};
+    std::memcpy(pad, row + full * 4 * Step::kBytes,
+                static_cast<size_t>(nblk - 4 * full) * Step::kBytes);
+    legacy_step<Step, kNb>(pad, y, full, acc);
+  }
+  BOLTRT_UNROLL
+  for (int b = 0; b < kNb; ++b) st[b].v = acc[b];
 }
 
 // ---- drivers --------------------------------------------------------------------------------
 
-// Weight rows in chunks of about kChunkBytes; each chunk against every activation row.
-template <typename RowDot>
-void sweep(const GemmTile& t, RowDot&& dot) {
+template <typename Fn>
+void dispatch_nb(int64_t nb, Fn&& fn) {
+  switch (nb) {
+    case 8:
+      fn(std::integral_constant<int, 8>{});
+      break;
+    case 7:
+      fn(std::integral_constant<int, 7>{});
+      break;
+    case 6:
+      fn(std::integral_constant<int, 6>{});
+      break;
+    case 5:
+      fn(std::integral_constant<int, 5>{});
+      break;
+    case 4:
+      fn(std::integral_constant<int, 4>{});
+      break;
+    case 3:
+      fn(std::integral_constant<int, 3>{});
+      break;
+    case 2:
+      fn(std::integral_constant<int, 2>{});
+      break;
+    default:
+      fn(std::integral_constant<int, 1>{});
+      break;
+  }
+}
+
+// Weight rows in chunks of about kChunkBytes; each chunk against groups of up to kMaxNb
+// activation rows, each weight row unpacked once per group (with more than kMaxNb activation
+// rows the chunk is read again from L2). The columns are cut into slices whose activations
+// (act_unit_bytes per unit of columns and activation row) fit in about kActSliceBytes, so that
+// with long rows (10240 columns: 14-20 KB of rearranged activations per row) several activation
+// rows still stay in L1 while the weights stream past; the accumulators carry over between slices.
+// rows(kNb, w_row, act pointers, u0, u1, acc) runs units [u0, u1) of one weight row.
+template <typename Act, typename Rows>
+void sweep(const GemmTile& t, const Act* act, int64_t act_stride, int64_t n_units,
+           size_t act_unit_bytes, Rows&& rows) {
+  constexpr int64_t kMaxNb = 8;
+  constexpr size_t kActSliceBytes = 24 * 1024;
   const int64_t chunk =
       std::max<int64_t>(1, static_cast<int64_t>(kChunkBytes / std::max<size_t>(1, t.w_stride)));
+  thread_local std::vector<RowAcc> state;
+  state.resize(static_cast<size_t>(chunk * kMaxNb));
   for (int64_t r0 = 0; r0 < t.n_rows; r0 += chunk) {
     const int64_t r1 = std::min(t.n_rows, r0 + chunk);
-    for (int64_t b = 0; b < t.n_act; ++b) {
-      for (int64_t r = r0; r < r1; ++r) t.y[b * t.y_stride + r] = dot(t.w + r * t.w_stride, b);
+    for (int64_t b0 = 0; b0 < t.n_act; b0 += kMaxNb) {
+      const int64_t nb = std::min(kMaxNb, t.n_act - b0);
+      const Act* y[kMaxNb];
+      for (int64_t b = 0; b < nb; ++b) y[b] = act + (b0 + b) * act_stride;
+      const int64_t slice = std::max<int64_t>(
+          1, static_cast<int64_t>(kActSliceBytes / (static_cast<size_t>(nb) * act_unit_bytes)));
+      for (RowAcc& a : state) a = RowAcc{_mm512_setzero_ps(), _mm_setzero_ps()};
+      dispatch_nb(nb, [&](auto kNb) {
+        for (int64_t u0 = 0; u0 < n_units; u0 += slice) {
+          const int64_t u1 = std::min(n_units, u0 + slice);
+          for (int64_t r = r0; r < r1; ++r)
+            rows(kNb, t.w + r * t.w_stride, y, u0, u1,
+                 &state[static_cast<size_t>((r - r0) * kMaxNb)]);
+        }
+      });
+      for (int64_t r = r0; r < r1; ++r) {
+        for (int64_t b = 0; b < nb; ++b)
+          t.y[(b0 + b) * t.y_stride + r] =
+              finish(state[static_cast<size_t>((r - r0) * kMaxNb + b)]);
+      }
     }
   }
 }
@@ -213,15 +437,34 @@ void gemv_q4k(const GemmTile& t) {
     prepare_q4k_act(reinterpret_cast<const ActQ8_K*>(t.a + b * t.a_stride), nsb,
                     act.data() + b * nsb);
   }
-  const Q4KAct* y = act.data();
-  sweep(t, [&](const uint8_t* row, int64_t b) { return dot_q4k_row(row, y + b * nsb, nsb); });
+  sweep(t, act.data(), nsb, nsb, sizeof(Q4KAct),
+        [&](auto kNb, const uint8_t* row, const Q4KAct* const* y, int64_t i0, int64_t i1,
+            RowAcc* st) { q4k_rows<decltype(kNb)::value>(row, y, i0, i1, st); });
 }
 
 void gemv_q6k(const GemmTile& t) {
   const int64_t nsb = t.cols / 256;
-  sweep(t, [&](const uint8_t* row, int64_t b) {
-    return dot_q6k_row(row, reinterpret_cast<const ActQ8_K*>(t.a + b * t.a_stride), nsb);
-  });
+  const auto* act = reinterpret_cast<const ActQ8_K*>(t.a);
+  // activation rows are a_stride bytes apart: a whole number of Q8_K blocks
+  const auto stride = static_cast<int64_t>(t.a_stride / sizeof(ActQ8_K));
+  sweep(t, act, stride, nsb, sizeof(ActQ8_K),
+        [&](auto kNb, const uint8_t* row, const ActQ8_K* const* y, int64_t i0, int64_t i1,
+            RowAcc* st) { q6k_rows<decltype(kNb)::value>(row, y, i0, i1, st); });
+}
+
+template <typename Step>
+void gemv_legacy(const GemmTile& t) {
+  const int64_t nblk = t.cols / 32;
+  const int64_t ngroups = (nblk + 3) / 4;
+  thread_local std::vector<Legacy4Act> act;
+  act.resize(static_cast<size_t>(ngroups * t.n_act));
+  for (int64_t b = 0; b < t.n_act; ++b) {
+    prepare_legacy_act(reinterpret_cast<const ActQ8_0*>(t.a + b * t.a_stride), nblk, Step::kOffset,
+                       act.data() + b * ngroups);
+  }
+  sweep(t, act.data(), ngroups, ngroups, sizeof(Legacy4Act),
+        [&](auto kNb, const uint8_t* row, const Legacy4Act* const* y, int64_t g0, int64_t g1,
+            RowAcc* st) { legacy_rows<Step, decltype(kNb)::value>(row, y, nblk, g0, g1, st); });
 }
 
 }  // namespace
@@ -265,12 +508,34 @@ void avx512_quantize_act_q8_k(const float* x, void* dst, int64_t n) {
   }
 }
 
+// Crossover to the lane kernels, measured single-threaded at the E4B shapes (2560->2048,
+// 2560->10240, 10240->2560; bench_matmul --cpu-time --batches): the row kernels stay ahead while
+// the rearranged activations of the group (352 B per 256 columns for Q4_K, 292 B for Q6_K, 256 B
+// per 128 columns for Q4_0/Q8_0) are cheap to reload next to the weights they meet.
+int64_t avx512_gemv_max_batch(GgmlType type) {
+  switch (type) {
+    case GgmlType::Q4_K:
+    case GgmlType::Q4_0:
+      return 4;
+    case GgmlType::Q6_K:
+      return 8;
+    case GgmlType::Q8_0:
+      return 2;
+    default:
+      return 0;
+  }
+}
+
 GemmFn avx512_gemv(GgmlType type) {
   switch (type) {
     case GgmlType::Q4_K:
       return &gemv_q4k;
     case GgmlType::Q6_K:
       return &gemv_q6k;
+    case GgmlType::Q4_0:
+      return &gemv_legacy<Q4_0Step>;
+    case GgmlType::Q8_0:
+      return &gemv_legacy<Q8_0Step>;
     default:
       return nullptr;
   }

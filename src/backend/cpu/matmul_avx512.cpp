@@ -857,12 +857,15 @@ void gemm_float_lanes(const GemmTile& t) {
 
 // Below this many activation rows the one-row-at-a-time kernels (matmul_x86_kernels.h, with
 // VNNI) are faster: they need no transposes and decode is bound by memory bandwidth anyway.
+// Types with a gemv_avx512.cpp kernel switch at their own batch (avx512_gemv_max_batch).
 constexpr int64_t kLaneMinBatch = BOLTRT_LANE_MIN_BATCH;
 
 template <GemmFn kLanes, GgmlType kType>
 void lanes_or_rows(const GemmTile& t) {
   static const GemmFn rows = avx512_gemv(kType) ? avx512_gemv(kType) : x86_gemm(kType);
-  (t.n_act >= kLaneMinBatch ? kLanes : rows)(t);
+  static const int64_t row_max =
+      avx512_gemv(kType) ? avx512_gemv_max_batch(kType) : kLaneMinBatch - 1;
+  (t.n_act > row_max ? kLanes : rows)(t);
 }
 
 }  // namespace
