@@ -1,16 +1,19 @@
-// AVX-512 matrix-vector kernels for k-quant weights against 1-3 activation rows: the decode path.
+// AVX-512 small-batch kernels (1 to avx512_gemv_max_batch activation rows) for Q4_0, Q8_0, Q4_K
+// and Q6_K weights: the decode path, and the verify of a few drafted tokens.
 //
 // Decode reads every weight byte once per token, so these kernels aim at the fewest instructions
-// per weight byte: a whole super-block's codes sit in two or four zmm registers, each activation
-// row is rearranged once per call (in the thread's own scratch) into the byte order the weights
-// unpack to, and per-group scales are applied to the int16 pair products with vpdpwssd, whose
-// scale vectors come from one vpermw each. One weight row is swept against one activation row at
-// a time; rows are walked in chunks of about kChunkBytes, so with 2-3 activation rows the chunk is
-// read from memory once and from L2 for the others.
+// per weight byte: a block's codes are unpacked once into zmm registers and used for up to 8
+// activation rows; each activation row is rearranged once per call (in the thread's own scratch)
+// into the byte order the weights unpack to. For k-quants the per-group scales are applied to the
+// int16 pair products with vpdpwssd, whose scale vectors come from one vpermw each; Q4_0/Q8_0
+// take four blocks per step with vpdpbusd. Rows are walked in chunks of about kChunkBytes, so
+// with more than 8 activation rows the chunk is read from memory once and from L2 after that.
 //
-// Integer sums per super-block are exact, as in the scalar reference (matmul_scalar.cpp); only
-// the float accumulation order differs (16 lanes, then a horizontal sum). A row's result does
-// not depend on the rows around it, the row range or the thread count.
+// Integer sums per block are exact, as in the scalar reference (matmul_scalar.cpp); only the
+// float accumulation order differs (16 lanes, then a horizontal sum). Every activation row goes
+// through the same operations in the same order whatever the batch, the activation rows next to
+// it, the column slicing, the row range or the thread count: batch-b results equal b batch-1
+// calls bit for bit (tests/test_matmul_batch.cpp).
 // GCC 12's AVX-512 headers build some results from _mm512_undefined_* (`__m512 __Y = __Y;`) and
 // then warn about that self-initialised vector: a known false positive, as in matmul_avx512.cpp.
 #if defined(__GNUC__) && !defined(__clang__)
@@ -250,31 +253,42 @@ void q6k_rows(const uint8_t* row, const ActQ8_K* const* y, int64_t i0, int64_t i
 // they are, Q8_0 codes + 128), so each block's integer dot is
 //   dpbusd(A, act 0-15) + dpbusd(B, act 16-31) - offset * sum(act codes)   (offset 8 or 128),
 // exact in int32, spread over the 4 dword lanes of the block's 128-bit lane. Each activation row
-// is rearranged once per call into that order (Legacy4Act), with the offset term as the
-// accumulator's start value and dy repeated over the block's lanes; a step is then 2 vpdpbusd,
-// a conversion and two float ops per activation row: acc += float(sum) * (dw * dy) per lane.
+// is rearranged once per call: 128 code bytes per step (LegacyCodes), then per step the 4 offset
+// terms and the 4 block scales (LegacyMeta), 160 bytes per 128 columns, so that a 10240-column
+// row (12.8 KB) stays in L1 while the weights stream past. A step is then 2 vpdpbusd, two
+// permutes (offset terms to lane 4k, dy to lanes 4k..4k+3), a conversion and two float ops per
+// activation row: acc += float(sum) * (dw * dy) per lane.
 // Rows whose block count is not a multiple of 4 end with a step on a zero-padded copy.
 
-struct alignas(64) Legacy4Act {
-  int8_t lo[64];      // elements 0-15 of blocks 0-3
-  int8_t hi[64];      // elements 16-31
-  int32_t start[16];  // lane 4k: -offset * sum of block k's codes, other lanes 0
-  float dy[16];       // block k's activation scale in lanes 4k..4k+3
+struct alignas(64) LegacyCodes {
+  int8_t lo[64];  // elements 0-15 of blocks 0-3
+  int8_t hi[64];  // elements 16-31
 };
 
-void prepare_legacy_act(const ActQ8_0* y, int64_t nblk, int offset, Legacy4Act* out) {
-  for (int64_t g = 0; g < (nblk + 3) / 4; ++g) {
-    Legacy4Act& o = out[g];
-    std::memset(&o, 0, sizeof o);
+struct LegacyMeta {
+  int32_t start[4];  // -offset * sum of block k's codes
+  float dy[4];       // block k's activation scale
+};
+
+// Per activation row: ngroups LegacyCodes, then ngroups LegacyMeta, in units of LegacyCodes.
+int64_t legacy_act_units(int64_t ngroups) {
+  return ngroups + (ngroups * static_cast<int64_t>(sizeof(LegacyMeta)) + 127) / 128;
+}
+
+void prepare_legacy_act(const ActQ8_0* y, int64_t nblk, int offset, LegacyCodes* out) {
+  const int64_t ngroups = (nblk + 3) / 4;
+  auto* meta = reinterpret_cast<LegacyMeta*>(out + ngroups);
+  std::memset(static_cast<void*>(out), 0, static_cast<size_t>(legacy_act_units(ngroups)) * 128);
+  for (int64_t g = 0; g < ngroups; ++g) {
+    // missing blocks of the last step stay zero: no codes, no offset, scale 0
     for (int k = 0; k < 4 && 4 * g + k < nblk; ++k) {
       const ActQ8_0& blk = y[4 * g + k];
-      std::memcpy(o.lo + 16 * k, blk.qs, 16);
-      std::memcpy(o.hi + 16 * k, blk.qs + 16, 16);
+      std::memcpy(out[g].lo + 16 * k, blk.qs, 16);
+      std::memcpy(out[g].hi + 16 * k, blk.qs + 16, 16);
       int sum = 0;
       for (int j = 0; j < 32; ++j) sum += blk.qs[j];
-      o.start[4 * k] = -offset * sum;
-      const float dy = _cvtsh_ss(blk.d);
-      for (int j = 0; j < 4; ++j) o.dy[4 * k + j] = dy;
+      meta[g].start[k] = -offset * sum;
+      meta[g].dy[k] = _cvtsh_ss(blk.d);
     }
   }
 }
@@ -320,36 +334,42 @@ struct Q8_0Step {
 };
 
 template <typename Step, int kNb>
-inline void legacy_step(const uint8_t* p, const Legacy4Act* const* y, int64_t g, __m512* acc) {
+inline void legacy_step(const uint8_t* p, const LegacyCodes* const* y, int64_t ngroups, int64_t g,
+                        __m512* acc) {
   __m512i wa, wb;
   __m512 wd;
   Step::decode(p, wa, wb, wd);
+  const __m512i to_lane4k = _mm512_set_epi32(0, 0, 0, 3, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 0);
+  const __m512i rep4 = _mm512_set_epi32(7, 7, 7, 7, 6, 6, 6, 6, 5, 5, 5, 5, 4, 4, 4, 4);
   BOLTRT_UNROLL
   for (int b = 0; b < kNb; ++b) {
-    const Legacy4Act& ya = y[b][g];
-    __m512i s = _mm512_dpbusd_epi32(load512(ya.start), wa, load512(ya.lo));
+    const LegacyCodes& ya = y[b][g];
+    const __m512i meta = _mm512_castsi256_si512(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[b] + ngroups) + g));
+    const __m512i start = _mm512_maskz_permutexvar_epi32(0x1111, to_lane4k, meta);
+    __m512i s = _mm512_dpbusd_epi32(start, wa, load512(ya.lo));
     s = _mm512_dpbusd_epi32(s, wb, load512(ya.hi));
-    acc[b] =
-        _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(wd, _mm512_load_ps(ya.dy)), acc[b]);
+    const __m512 dy = _mm512_permutexvar_ps(rep4, _mm512_castsi512_ps(meta));
+    acc[b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(wd, dy), acc[b]);
   }
 }
 
 // Steps [g0, g1) of a row of nblk blocks; step nblk / 4 (if any) is the zero-padded rest.
 template <typename Step, int kNb>
-void legacy_rows(const uint8_t* row, const Legacy4Act* const* y, int64_t nblk, int64_t g0,
+void legacy_rows(const uint8_t* row, const LegacyCodes* const* y, int64_t nblk, int64_t g0,
                  int64_t g1, RowAcc* st) {
   __m512 acc[kNb];
   BOLTRT_UNROLL
   for (int b = 0; b < kNb; ++b) acc[b] = st[b].v;
-  const int64_t full = nblk / 4;
+  const int64_t full = nblk / 4, ngroups = (nblk + 3) / 4;
   for (int64_t g = g0; g < std::min(g1, full); ++g)
-    legacy_step<Step, kNb>(row + g * 4 * Step::kBytes, y, g, acc);
+    legacy_step<Step, kNb>(row + g * 4 * Step::kBytes, y, ngroups, g, acc);
   if (g1 > full) {
     // zero blocks: d = 0 and zero codes against zero activations add exactly 0
     alignas(64) uint8_t pad[4 * Step::kBytes + 64] = {};
     std::memcpy(pad, row + full * 4 * Step::kBytes,
                 static_cast<size_t>(nblk - 4 * full) * Step::kBytes);
-    legacy_step<Step, kNb>(pad, y, full, acc);
+    legacy_step<Step, kNb>(pad, y, ngroups, full, acc);
   }
   BOLTRT_UNROLL
   for (int b = 0; b < kNb; ++b) st[b].v = acc[b];
@@ -389,16 +409,20 @@ void dispatch_nb(int64_t nb, Fn&& fn) {
 
 // Weight rows in chunks of about kChunkBytes; each chunk against groups of up to kMaxNb
 // activation rows, each weight row unpacked once per group (with more than kMaxNb activation
-// rows the chunk is read again from L2). The columns are cut into slices whose activations
+// rows the chunk is read again from L2). The columns are cut into equal slices whose activations
 // (act_unit_bytes per unit of columns and activation row) fit in about kActSliceBytes, so that
-// with long rows (10240 columns: 14-20 KB of rearranged activations per row) several activation
-// rows still stay in L1 while the weights stream past; the accumulators carry over between slices.
+// with long rows (10240 columns: 12-14 KB of rearranged activations per row) several activation
+// rows still stay in L1 while the weights stream past; the accumulators carry over between
+// slices. Measured at 10240->2560 (Q4_K, one thread): batch 2 took 2.0x batch 1 without slices,
+// 1.45x with 16 KB slices and the prefetch below (without the prefetch slicing was slower still).
 // rows(kNb, w_row, act pointers, u0, u1, acc) runs units [u0, u1) of one weight row.
 template <typename Act, typename Rows>
 void sweep(const GemmTile& t, const Act* act, int64_t act_stride, int64_t n_units,
            size_t act_unit_bytes, Rows&& rows) {
   constexpr int64_t kMaxNb = 8;
-  constexpr size_t kActSliceBytes = 24 * 1024;
+  constexpr int64_t kAhead = 2;
+  constexpr auto kHint = _MM_HINT_T1;
+  constexpr size_t kActSliceBytes = 16 * 1024;
   const int64_t chunk =
       std::max<int64_t>(1, static_cast<int64_t>(kChunkBytes / std::max<size_t>(1, t.w_stride)));
   thread_local std::vector<RowAcc> state;
@@ -409,15 +433,26 @@ void sweep(const GemmTile& t, const Act* act, int64_t act_stride, int64_t n_unit
       const int64_t nb = std::min(kMaxNb, t.n_act - b0);
       const Act* y[kMaxNb];
       for (int64_t b = 0; b < nb; ++b) y[b] = act + (b0 + b) * act_stride;
-      const int64_t slice = std::max<int64_t>(
+      const int64_t max_slice = std::max<int64_t>(
           1, static_cast<int64_t>(kActSliceBytes / (static_cast<size_t>(nb) * act_unit_bytes)));
+      const int64_t n_slices = (n_units + max_slice - 1) / max_slice;
+      const int64_t slice = (n_units + n_slices - 1) / n_slices;  // equal slices
       for (RowAcc& a : state) a = RowAcc{_mm512_setzero_ps(), _mm_setzero_ps()};
       dispatch_nb(nb, [&](auto kNb) {
         for (int64_t u0 = 0; u0 < n_units; u0 += slice) {
           const int64_t u1 = std::min(n_units, u0 + slice);
-          for (int64_t r = r0; r < r1; ++r)
+          // A slice of each row is a short run of memory that the hardware prefetchers
+          // barely start on: fetch the slice two rows ahead into L2 by hand.
+          const size_t p0 = static_cast<size_t>(u0) * t.w_stride / static_cast<size_t>(n_units);
+          const size_t p1 = static_cast<size_t>(u1) * t.w_stride / static_cast<size_t>(n_units);
+          for (int64_t r = r0; r < r1; ++r) {
+            if (n_slices > 1 && b0 == 0 && r + kAhead < t.n_rows) {
+              const uint8_t* ahead = t.w + (r + kAhead) * t.w_stride;
+              for (size_t p = p0; p < p1; p += 64) _mm_prefetch(ahead + p, kHint);
+            }
             rows(kNb, t.w + r * t.w_stride, y, u0, u1,
                  &state[static_cast<size_t>((r - r0) * kMaxNb)]);
+          }
         }
       });
       for (int64_t r = r0; r < r1; ++r) {
@@ -456,14 +491,15 @@ template <typename Step>
 void gemv_legacy(const GemmTile& t) {
   const int64_t nblk = t.cols / 32;
   const int64_t ngroups = (nblk + 3) / 4;
-  thread_local std::vector<Legacy4Act> act;
-  act.resize(static_cast<size_t>(ngroups * t.n_act));
+  const int64_t units = legacy_act_units(ngroups);
+  thread_local std::vector<LegacyCodes> act;
+  act.resize(static_cast<size_t>(units * t.n_act));
   for (int64_t b = 0; b < t.n_act; ++b) {
     prepare_legacy_act(reinterpret_cast<const ActQ8_0*>(t.a + b * t.a_stride), nblk, Step::kOffset,
-                       act.data() + b * ngroups);
+                       act.data() + b * units);
   }
-  sweep(t, act.data(), ngroups, ngroups, sizeof(Legacy4Act),
-        [&](auto kNb, const uint8_t* row, const Legacy4Act* const* y, int64_t g0, int64_t g1,
+  sweep(t, act.data(), units, ngroups, sizeof(LegacyCodes) + sizeof(LegacyMeta),
+        [&](auto kNb, const uint8_t* row, const LegacyCodes* const* y, int64_t g0, int64_t g1,
             RowAcc* st) { legacy_rows<Step, decltype(kNb)::value>(row, y, nblk, g0, g1, st); });
 }
 
@@ -508,19 +544,19 @@ void avx512_quantize_act_q8_k(const float* x, void* dst, int64_t n) {
   }
 }
 
-// Crossover to the lane kernels, measured single-threaded at the E4B shapes (2560->2048,
-// 2560->10240, 10240->2560; bench_matmul --cpu-time --batches): the row kernels stay ahead while
-// the rearranged activations of the group (352 B per 256 columns for Q4_K, 292 B for Q6_K, 256 B
-// per 128 columns for Q4_0/Q8_0) are cheap to reload next to the weights they meet.
+// Crossover to the lane kernels, measured single-threaded (bench_matmul 1 --cpu-time --batches)
+// at the E4B shapes 2560->2048, 2560->10240 and 10240->2560: the row kernels are faster up to
+// batch 4 for Q4_0, Q8_0 and Q4_K (the lane kernels win from 5 on, mostly at 10240->2560) and up
+// to 8 for Q6_K, whose lane kernel spends more on transposes. With more than 8 activation rows
+// the row kernels read each weight chunk twice (the second time from L2).
 int64_t avx512_gemv_max_batch(GgmlType type) {
   switch (type) {
-    case GgmlType::Q4_K:
     case GgmlType::Q4_0:
+    case GgmlType::Q8_0:
+    case GgmlType::Q4_K:
       return 4;
     case GgmlType::Q6_K:
       return 8;
-    case GgmlType::Q8_0:
-      return 2;
     default:
       return 0;
   }
