@@ -1,9 +1,9 @@
-// Small-batch matmul: below the crossover to the 16-row lane kernels (cpu::avx512_gemv_max_batch)
-// the AVX-512 kernels for Q4_0, Q8_0, Q4_K and Q6_K compute every activation row with exactly
-// the arithmetic of a batch-1 call, so a batched verify of drafted tokens gives bit for bit the
-// logits of one-token decoding. Checked with exact equality against separate batch-1 calls on
-// awkward shapes (row counts that are not multiples of 16, block counts that are not multiples
-// of 4, columns long enough to be cut into slices), with and without threads.
+// Small-batch matmul: below the crossover to the 16-row lane kernels (cpu::avx512_row_max_batch:
+// 4 for Q4_0 and Q4_K, 8 for Q6_K, 3 for Q8_0) the AVX-512 kernels compute every activation row
+// with exactly the arithmetic of a batch-1 call, so a batched verify of drafted tokens gives bit
+// for bit the logits of one-token decoding. Checked with exact equality against separate batch-1
+// calls on awkward shapes (row counts that are not multiples of 16, block counts that are not
+// multiples of 4, columns long enough to be cut into slices), with and without threads.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -33,7 +33,7 @@ TEST_P(MatmulBatch, EveryRowEqualsBatchOneBitForBit) {
     set_simd_level(saved);
     GTEST_SKIP() << "no AVX-512 VNNI on this CPU";
   }
-  const int64_t max_batch = cpu::avx512_gemv_max_batch(t);
+  const int64_t max_batch = cpu::avx512_row_max_batch(t);
   ASSERT_GE(max_batch, 2) << "small batches should stay on the batch-1 arithmetic";
   ThreadPool pool(3);
   uint32_t seed = 11;

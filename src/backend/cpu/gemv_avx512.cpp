@@ -1,12 +1,12 @@
-// AVX-512 small-batch kernels (1 to avx512_gemv_max_batch activation rows) for Q4_0, Q8_0, Q4_K
-// and Q6_K weights: the decode path, and the verify of a few drafted tokens.
+// AVX-512 small-batch kernels (1 to avx512_gemv_max_batch activation rows) for Q4_0, Q4_K and
+// Q6_K weights: the decode path, and the verify of a few drafted tokens.
 //
 // Decode reads every weight byte once per token, so these kernels aim at the fewest instructions
 // per weight byte: a block's codes are unpacked once into zmm registers and used for up to 8
 // activation rows; each activation row is rearranged once per call (in the thread's own scratch)
 // into the byte order the weights unpack to. For k-quants the per-group scales are applied to the
-// int16 pair products with vpdpwssd, whose scale vectors come from one vpermw each; Q4_0/Q8_0
-// take four blocks per step with vpdpbusd. Rows are walked in chunks of about kChunkBytes, so
+// int16 pair products with vpdpwssd, whose scale vectors come from one vpermw each; Q4_0
+// takes four blocks per step with vpdpbusd. Rows are walked in chunks of about kChunkBytes, so
 // with more than 8 activation rows the chunk is read from memory once and from L2 after that.
 //
 // Integer sums per block are exact, as in the scalar reference (matmul_scalar.cpp); only the
@@ -247,11 +247,11 @@ void q6k_rows(const uint8_t* row, const ActQ8_K* const* y, int64_t i0, int64_t i
   for (int b = 0; b < kNb; ++b) st[b].v = acc[b];
 }
 
-// ---- Q4_0 / Q8_0 ----------------------------------------------------------------------------
+// ---- Q4_0 -----------------------------------------------------------------------------------
 // Four 32-element blocks per step, block k of the four in 128-bit lane k of two zmm: elements
-// 0-15 in one (A), 16-31 in the other (B). Codes are unsigned for vpdpbusd (Q4_0 nibbles as
-// they are, Q8_0 codes + 128), so each block's integer dot is
-//   dpbusd(A, act 0-15) + dpbusd(B, act 16-31) - offset * sum(act codes)   (offset 8 or 128),
+// 0-15 in one (A), 16-31 in the other (B). Codes are unsigned for vpdpbusd (the nibbles as they
+// are), so each block's integer dot is
+//   dpbusd(A, act 0-15) + dpbusd(B, act 16-31) - 8 * sum(act codes),
 // exact in int32, spread over the 4 dword lanes of the block's 128-bit lane. Each activation row
 // is rearranged once per call: 128 code bytes per step (LegacyCodes), then per step the 4 offset
 // terms and the 4 block scales (LegacyMeta), 160 bytes per 128 columns, so that a 10240-column
@@ -314,22 +314,6 @@ struct Q4_0Step {
     const __m512i idx =
         _mm512_set_epi64(0, 0, 0, 0, 0x001b001b001b001b, 0x0012001200120012, 0x0009000900090009, 0);
     d = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutexvar_epi16(idx, load512(p))));
-  }
-};
-
-// Four Q8_0 blocks (34 B: d, qs[32]).
-struct Q8_0Step {
-  static constexpr size_t kBytes = 34;
-  static constexpr int kOffset = 128;
-  static void decode(const uint8_t* p, __m512i& a, __m512i& b, __m512& d) {
-    const __m512i flip = _mm512_set1_epi8(-128);
-    a = _mm512_xor_si512(load4x128(p + 2, kBytes), flip);
-    b = _mm512_xor_si512(load4x128(p + 18, kBytes), flip);
-    // d of block k is word 17k of the 136 bytes
-    const __m512i idx =
-        _mm512_set_epi64(0, 0, 0, 0, 0x0033003300330033, 0x0022002200220022, 0x0011001100110011, 0);
-    d = _mm512_cvtph_ps(
-        _mm512_castsi512_si256(_mm512_permutex2var_epi16(load512(p), idx, load512(p + 64))));
   }
 };
 
@@ -546,13 +530,14 @@ void avx512_quantize_act_q8_k(const float* x, void* dst, int64_t n) {
 
 // Crossover to the lane kernels, measured single-threaded (bench_matmul 1 --cpu-time --batches)
 // at the E4B shapes 2560->2048, 2560->10240 and 10240->2560: the row kernels are faster up to
-// batch 4 for Q4_0, Q8_0 and Q4_K (the lane kernels win from 5 on, mostly at 10240->2560) and up
-// to 8 for Q6_K, whose lane kernel spends more on transposes. With more than 8 activation rows
-// the row kernels read each weight chunk twice (the second time from L2).
+// batch 4 for Q4_0 and Q4_K (the lane kernels win from 5 on, mostly at 10240->2560) and up to 8
+// for Q6_K, whose lane kernel spends more on transposes. With more than 8 activation rows the
+// row kernels read each weight chunk twice (the second time from L2).
+// Q8_0 has no kernel here: the same 4-block form (codes + 128) was 20-30% faster than the AVX2
+// row kernel at batches 2-4 but up to 25% slower at batch 1 (10240->2560), and decode is batch 1.
 int64_t avx512_gemv_max_batch(GgmlType type) {
   switch (type) {
     case GgmlType::Q4_0:
-    case GgmlType::Q8_0:
     case GgmlType::Q4_K:
       return 4;
     case GgmlType::Q6_K:
@@ -570,8 +555,6 @@ GemmFn avx512_gemv(GgmlType type) {
       return &gemv_q6k;
     case GgmlType::Q4_0:
       return &gemv_legacy<Q4_0Step>;
-    case GgmlType::Q8_0:
-      return &gemv_legacy<Q8_0Step>;
     default:
       return nullptr;
   }

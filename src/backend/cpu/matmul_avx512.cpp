@@ -967,14 +967,19 @@ constexpr int64_t kLaneMinBatch = BOLTRT_LANE_MIN_BATCH;
 template <GemmFn kLanes, GgmlType kType>
 void lanes_or_rows(const GemmTile& t) {
   static const GemmFn rows = avx512_gemv(kType) ? avx512_gemv(kType) : x86_gemm(kType);
-  static const int64_t row_max =
-      avx512_gemv(kType) ? avx512_gemv_max_batch(kType) : kLaneMinBatch - 1;
+  static const int64_t row_max = avx512_row_max_batch(kType);
   (t.n_act > row_max ? kLanes : rows)(t);
 }
 
 }  // namespace
 
 namespace boltrt::cpu {
+
+// The row kernels (gemv_avx512.cpp, or matmul_x86_kernels.h with VNNI) give every activation row
+// the arithmetic of a batch-1 call, for any number of activation rows.
+int64_t avx512_row_max_batch(GgmlType type) {
+  return avx512_gemv(type) ? avx512_gemv_max_batch(type) : kLaneMinBatch - 1;
+}
 
 GemmFn avx512_gemm(GgmlType type) {
   switch (type) {
