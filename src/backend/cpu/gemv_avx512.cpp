@@ -421,7 +421,22 @@ void sweep(const GemmTile& t, const Act* act, int64_t act_stride, int64_t n_unit
           1, static_cast<int64_t>(kActSliceBytes / (static_cast<size_t>(nb) * act_unit_bytes)));
       const int64_t n_slices = (n_units + max_slice - 1) / max_slice;
       const int64_t slice = (n_units + n_slices - 1) / n_slices;  // equal slices
-      for (RowAcc& a : state) a = RowAcc{_mm512_setzero_ps(), _mm_setzero_ps()};
+      const RowAcc zero{_mm512_setzero_ps(), _mm_setzero_ps()};
+      if (n_slices == 1) {
+        // Whole rows: the accumulators stay on the stack (in registers once inlined).
+        dispatch_nb(nb, [&](auto kNb) {
+          for (int64_t r = r0; r < r1; ++r) {
+            RowAcc st[decltype(kNb)::value];
+            for (RowAcc& a : st) a = zero;
+            rows(kNb, t.w + r * t.w_stride, y, int64_t{0}, n_units, st);
+            for (int b = 0; b < decltype(kNb)::value; ++b)
+              t.y[(b0 + b) * t.y_stride + r] = finish(st[b]);
+          }
+        });
+        continue;
+      }
+      // Slices: the accumulators of the chunk's rows wait in `state` (nb per row) between them.
+      for (int64_t k = 0; k < (r1 - r0) * nb; ++k) state[static_cast<size_t>(k)] = zero;
       dispatch_nb(nb, [&](auto kNb) {
         for (int64_t u0 = 0; u0 < n_units; u0 += slice) {
           const int64_t u1 = std::min(n_units, u0 + slice);
@@ -430,19 +445,17 @@ void sweep(const GemmTile& t, const Act* act, int64_t act_stride, int64_t n_unit
           const size_t p0 = static_cast<size_t>(u0) * t.w_stride / static_cast<size_t>(n_units);
           const size_t p1 = static_cast<size_t>(u1) * t.w_stride / static_cast<size_t>(n_units);
           for (int64_t r = r0; r < r1; ++r) {
-            if (n_slices > 1 && b0 == 0 && r + kAhead < t.n_rows) {
+            if (b0 == 0 && r + kAhead < t.n_rows) {
               const uint8_t* ahead = t.w + (r + kAhead) * t.w_stride;
               for (size_t p = p0; p < p1; p += 64) _mm_prefetch(ahead + p, kHint);
             }
-            rows(kNb, t.w + r * t.w_stride, y, u0, u1,
-                 &state[static_cast<size_t>((r - r0) * kMaxNb)]);
+            rows(kNb, t.w + r * t.w_stride, y, u0, u1, &state[static_cast<size_t>((r - r0) * nb)]);
           }
         }
       });
       for (int64_t r = r0; r < r1; ++r) {
         for (int64_t b = 0; b < nb; ++b)
-          t.y[(b0 + b) * t.y_stride + r] =
-              finish(state[static_cast<size_t>((r - r0) * kMaxNb + b)]);
+          t.y[(b0 + b) * t.y_stride + r] = finish(state[static_cast<size_t>((r - r0) * nb + b)]);
       }
     }
   }
