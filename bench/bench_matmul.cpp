@@ -2,7 +2,10 @@
 // process, so each batch-1 figure is also a fraction of this machine's read bandwidth.
 //
 //   bench_matmul [threads=physical cores] [--quick] [--types q4_0,q4_K,...] [--simd
-//   scalar|avx2|avx512] [--batch1]   (--batch1: decode's batch 1 only)
+//   scalar|avx2|avx512] [--batch1] [--batches 1,2,4,8,16] [--cpu-time]
+//   [--shape 10240->2560]   (--batch1: decode's batch 1 only; --batches: the batch sizes to time,
+//   default 1,8,128;
+//   --cpu-time: time by the thread's CPU time, 1 thread only)
 //
 // Batch 1 is reported as GB/s of weight bytes read (decode is bandwidth bound) and as a
 // percentage of a plain streaming read of the same weight buffers, timed the same way (best of
@@ -131,6 +134,8 @@ int main(int argc, char** argv) {
   int threads = physical_core_count();
   bool quick = false;
   bool batch1_only = false;
+  std::vector<int64_t> batches = {1, 8, 128};
+  std::string only_shape;  // --shape 10240->2560: time this shape only
   std::vector<GgmlType> types = {GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q8_0};
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -138,6 +143,17 @@ int main(int argc, char** argv) {
       quick = true;
     } else if (arg == "--batch1") {
       batch1_only = true;
+    } else if (arg == "--batches" && i + 1 < argc) {
+      batches.clear();
+      const std::string list = argv[++i];
+      size_t pos = 0;
+      while (pos < list.size()) {
+        const size_t comma = std::min(list.find(',', pos), list.size());
+        batches.push_back(std::max<int64_t>(1, std::atoll(list.substr(pos, comma - pos).c_str())));
+        pos = comma + 1;
+      }
+    } else if (arg == "--shape" && i + 1 < argc) {
+      only_shape = argv[++i];
     } else if (arg == "--cpu-time") {
       g_cpu_time = true;
     } else if (arg == "--simd" && i + 1 < argc) {
@@ -204,6 +220,9 @@ int main(int argc, char** argv) {
   std::vector<Shape> shapes = {
       {"2560->2048", 2560, 2048}, {"2560->10240", 2560, 10240}, {"10240->2560", 10240, 2560}};
   if (!quick) shapes.push_back({"2560->262144", 2560, 262144});
+  if (!only_shape.empty()) {
+    std::erase_if(shapes, [&](const Shape& s) { return only_shape != s.name; });
+  }
   std::printf("%-7s %-13s %5s %10s %9s %8s %9s\n", "type", "shape", "batch", "time_us", "GB/s",
               "%bw", "GMAC/s");
   for (const GgmlType type : types) {
@@ -238,7 +257,7 @@ int main(int argc, char** argv) {
         }
         if (sinks[0] == 42) std::printf(" ");
       }
-      for (const int64_t batch : {int64_t{1}, int64_t{8}, int64_t{128}}) {
+      for (const int64_t batch : batches) {
         if (s.rows > 100000 && batch == 128) continue;  // the head at batch 128 takes seconds
         if (batch1_only && batch != 1) continue;
         const auto x = test::random_activations(s.cols * batch, 7);

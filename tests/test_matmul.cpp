@@ -303,8 +303,9 @@ TEST_P(MatmulType, EveryLevelMatchesScalarAndScalarMatchesFloat64) {
 }
 
 // A row's result must not depend on the thread count or the row range it was computed in, for
-// any batch size. (Across batch sizes it may differ in the last bits: from 4 activation rows up
-// the AVX-512 level switches to the 16-row kernels, whose float accumulation order differs.)
+// any batch size. (Across batch sizes it may differ in the last bits where the AVX-512 level
+// switches to the 16-row kernels, whose float accumulation order differs: from 4 activation rows
+// up, or past avx512_gemv_max_batch for the types test_matmul_batch.cpp checks bit for bit.)
 TEST_P(MatmulType, ResultsIndependentOfThreadsAndRowRange) {
   const GgmlType t = GetParam();
   const int64_t rows = 37, cols = 512;

@@ -55,11 +55,33 @@ BOLTRT_HD inline void k4_scale_min(int j, const uint8_t* scales, int& scale, int
   }
 }
 
+// Q4_K/Q5_K: all 8 scales (sc) and 8 mins (mn) at once, the word-parallel form of k4_scale_min
+// the SIMD kernels use (quant-formats.md §5.1, "fast unpack").
+BOLTRT_HD inline void k4_scales_mins(const uint8_t* packed, uint8_t* sc, uint8_t* mn) {
+  const uint32_t w0 = load_u32_le(packed), w1 = load_u32_le(packed + 4),
+                 w2 = load_u32_le(packed + 8);
+  const uint32_t s0 = w0 & 0x3f3f3f3f;
+  const uint32_t s1 = (w2 & 0x0f0f0f0f) | (((w0 >> 6) & 0x03030303) << 4);
+  const uint32_t m0 = w1 & 0x3f3f3f3f;
+  const uint32_t m1 = ((w2 >> 4) & 0x0f0f0f0f) | (((w1 >> 6) & 0x03030303) << 4);
+  for (int k = 0; k < 4; ++k) {
+    sc[k] = static_cast<uint8_t>(s0 >> (8 * k));
+    sc[k + 4] = static_cast<uint8_t>(s1 >> (8 * k));
+    mn[k] = static_cast<uint8_t>(m0 >> (8 * k));
+    mn[k + 4] = static_cast<uint8_t>(m1 >> (8 * k));
+  }
+}
+
 // Q3_K: the 6-bit scale code (0..63, value = code - 32) of 16-element group g (0..15).
 BOLTRT_HD inline int q3k_scale(int g, const uint8_t* scales) {
   const int low = (g < 8 ? scales[g] : scales[g - 8] >> 4) & 15;
   const int high = (scales[8 + (g & 3)] >> (2 * (g >> 2))) & 3;
   return low | high << 4;
+}
+
+// Q3_K: the 16 group scales minus 32 (their values), as the SIMD kernels use them.
+BOLTRT_HD inline void q3k_scale_values(const uint8_t* scales, int16_t* out) {
+  for (int g = 0; g < 16; ++g) out[g] = static_cast<int16_t>(q3k_scale(g, scales) - 32);
 }
 
 // IQ4_XS: the 6-bit scale code (0..63, value = code - 32) of 32-element sub-block ib (0..7).

@@ -11,7 +11,8 @@
 // (Q4_0 +8, Q5_0 +16, Q8_0/IQ4_NL/MXFP4/IQ4_XS +128); offset * sum(activation codes) is
 // subtracted per block. A lane's arithmetic does not depend on the other lanes, the batch or the
 // thread split, so results are identical for any batch size, thread count and row range.
-// F32/F16/BF16, Q2_K and Q3_K use the shared x86 row kernels (matmul_x86_kernels.h) with VNNI.
+// Below the lane kernels' batch, the shared x86 row kernels (matmul_x86_kernels.h) with VNNI or the
+// small-batch kernels of gemv_avx512.cpp.
 #define BOLTRT_X86_VNNI 1
 #ifndef BOLTRT_LANE_MIN_BATCH
 #define BOLTRT_LANE_MIN_BATCH 4
@@ -567,11 +568,13 @@ inline __m512i scale_byte(__m512i dw, int k) {
   }
 }
 
+// Also the panel of Q2_K and Q3_K (16-element groups too; see q23k_decode).
 struct Q6KPanel {
-  __m512i codes[8][8];  // [32-element chunk][word]; words 0-3 group 2c, 4-7 group 2c+1
-  __m512i scale[16];    // per 16-element group
-  __m512i scale_pairs[8];
+  __m512i codes[8][8];     // [32-element chunk][word]; words 0-3 group 2c, 4-7 group 2c+1
+  __m512i scale[16];       // per 16-element group
+  __m512i scale_pairs[8];  // Q2_K: the mins as pairs
   __m512 d;
+  __m512 dmin;  // Q2_K only
 };
 
 void q6k_decode(const RowGroup& g, int64_t nsb, Q6KPanel* panel) {
@@ -612,7 +615,10 @@ void q6k_decode(const RowGroup& g, int64_t nsb, Q6KPanel* panel) {
   }
 }
 
-template <int kNb>
+// The offset term sum_g scale_pairs_g * bsums_g is subtracted as (term << kShift) before the
+// scaling by d*dy: Q6_K's -32 offset (kShift 5), Q3_K's -4 (kShift 2); kShift < 0 (Q2_K): it is
+// the mins' term, scaled by dmin*dy.
+template <int kNb, int kShift = 5>
 void q6k_compute(const GemmTile& t, const Q6KPanel* panel, int64_t r0, int64_t b0, __mmask16 mask,
                  const int32_t* pairs) {
   const int64_t nsb = t.cols / 256;
@@ -648,9 +654,14 @@ void q6k_compute(const GemmTile& t, const Q6KPanel* panel, int64_t r0, int64_t b
       __m512i off = _mm512_setzero_si512();
       for (int k = 0; k < 8; ++k)
         off = _mm512_dpwssd_epi32(off, p.scale_pairs[k], _mm512_set1_epi32(bp[k]));
-      const __m512i total = _mm512_sub_epi32(isum[b], _mm512_slli_epi32(off, 5));
-      acc[b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(total),
-                               _mm512_mul_ps(p.d, _mm512_set1_ps(act[b][i].d)), acc[b]);
+      const __m512 dy = _mm512_set1_ps(act[b][i].d);
+      if constexpr (kShift >= 0) {
+        const __m512i total = _mm512_sub_epi32(isum[b], _mm512_slli_epi32(off, kShift));
+        acc[b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(total), _mm512_mul_ps(p.d, dy), acc[b]);
+      } else {
+        acc[b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[b]), _mm512_mul_ps(p.d, dy), acc[b]);
+        acc[b] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(off), _mm512_mul_ps(p.dmin, dy), acc[b]);
+      }
     }
   }
   BOLTRT_UNROLL
@@ -666,6 +677,99 @@ void gemm_q6k(const GemmTile& t) {
       t, [&](const RowGroup& g) { q6k_decode(g, nsb, panel); },
       [&](auto nb, int64_t r0, int64_t b0, __mmask16 mask) {
         q6k_compute<decltype(nb)::value>(t, panel, r0, b0, mask, pairs.data());
+      });
+}
+
+// ---- Q2_K / Q3_K ----------------------------------------------------------------------------
+// 2-bit codes (Q3_K: plus the hmask bit as bit 2) in the Q6_K panel layout: chunk 4c + j
+// (elements 128c + 32j + l) takes bits 2j..2j+1 of qs[32c + l] (quant-formats.md §5.2, §5.3).
+//   Q2_K: scale S_g = scales[g] & 15, min m_g = scales[g] >> 4;
+//         dot = d*dy * sum_g S_g (u . q8)_g - dmin*dy * sum_g m_g bsums_g
+//   Q3_K: S_g = 6-bit code - 32, u = q2 + 4 * hbit;
+//         dot = d*dy * (sum_g S_g (u . q8)_g - 4 * sum_g S_g bsums_g)
+
+template <bool kQ3>
+void q23k_decode(const RowGroup& g, int64_t nsb, Q6KPanel* panel) {
+  constexpr size_t kBytes = kQ3 ? 110 : 84;
+  constexpr size_t kQs = kQ3 ? 32 : 16;
+  const __m512i three = _mm512_set1_epi8(3), one = _mm512_set1_epi8(1),
+                lo16 = _mm512_set1_epi32(0x00ff00ff), byte = _mm512_set1_epi32(0xff);
+  for (int64_t i = 0; i < nsb; ++i) {
+    Q6KPanel& p = panel[i];
+    const size_t o = static_cast<size_t>(i) * kBytes;
+    __m512i scd[4];  // word k: the (unsigned) scale codes of groups 4k..4k+3
+    if constexpr (kQ3) {
+      __m512i w[4];  // bytes 92..107: words 1-3 are the 12 packed scale bytes
+      load4x16(g, o + 92, w);
+      const __m512i m4 = _mm512_set1_epi32(0x0f0f0f0f), m2 = _mm512_set1_epi32(0x03030303);
+      for (int k = 0; k < 4; ++k) {
+        const __m512i low = _mm512_and_si512(k < 2 ? w[1 + k] : _mm512_srli_epi32(w[k - 1], 4), m4);
+        const __m512i high =
+            _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(w[3], 2 * k), m2), 4);
+        scd[k] = _mm512_or_si512(low, high);
+      }
+      p.d = gather_f16<true>(g, o + 108);
+      p.dmin = _mm512_setzero_ps();
+      for (int gi = 0; gi < 16; ++gi) {
+        p.scale[gi] =
+            _mm512_sub_epi32(_mm512_and_si512(_mm512_srli_epi32(scd[gi / 4], 8 * (gi % 4)), byte),
+                             _mm512_set1_epi32(32));
+      }
+      for (int k = 0; k < 4; ++k) {
+        const __m512i thirty_two = _mm512_set1_epi16(32);
+        p.scale_pairs[2 * k] = _mm512_sub_epi16(_mm512_and_si512(scd[k], lo16), thirty_two);
+        p.scale_pairs[2 * k + 1] =
+            _mm512_sub_epi16(_mm512_and_si512(_mm512_srli_epi32(scd[k], 8), lo16), thirty_two);
+      }
+    } else {
+      load4x16(g, o, scd);
+      const __m512i dm = gather32(g, o + 80);
+      p.d = f16_lo(dm);
+      p.dmin = f16_hi(dm);
+      const __m512i nib = _mm512_set1_epi32(0x0f);
+      for (int gi = 0; gi < 16; ++gi)
+        p.scale[gi] = _mm512_and_si512(_mm512_srli_epi32(scd[gi / 4], 8 * (gi % 4)), nib);
+      // mins (high nibbles) of groups (4k, 4k+2) and (4k+1, 4k+3) as int16 pairs
+      const __m512i nib16 = _mm512_set1_epi32(0x000f000f);
+      for (int k = 0; k < 4; ++k) {
+        p.scale_pairs[2 * k] = _mm512_and_si512(_mm512_srli_epi32(scd[k], 4), nib16);
+        p.scale_pairs[2 * k + 1] = _mm512_and_si512(_mm512_srli_epi32(scd[k], 12), nib16);
+      }
+    }
+    [[maybe_unused]] __m512i hm[8];
+    if constexpr (kQ3) {
+      load4x16(g, o, hm);
+      load4x16(g, o + 16, hm + 4);
+    }
+    for (int c = 0; c < 2; ++c) {
+      __m512i raw[8];
+      load4x16(g, o + kQs + 32 * c, raw);
+      load4x16(g, o + kQs + 32 * c + 16, raw + 4);
+      for (int j = 0; j < 4; ++j) {
+        for (int q = 0; q < 8; ++q) {
+          __m512i u = _mm512_and_si512(_mm512_srli_epi32(raw[q], 2 * j), three);
+          if constexpr (kQ3) {
+            u = _mm512_or_si512(
+                u,
+                _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(hm[q], 4 * c + j), one), 2));
+          }
+          p.codes[4 * c + j][q] = u;
+        }
+      }
+    }
+  }
+}
+
+template <bool kQ3>
+void gemm_q23k(const GemmTile& t) {
+  thread_local std::vector<int32_t> pairs;
+  q8k_bsum16_pairs(t, pairs);
+  const int64_t nsb = t.cols / 256;
+  Q6KPanel* panel = panel_buffer<Q6KPanel>(static_cast<size_t>(nsb));
+  for_groups(
+      t, [&](const RowGroup& g) { q23k_decode<kQ3>(g, nsb, panel); },
+      [&](auto nb, int64_t r0, int64_t b0, __mmask16 mask) {
+        q6k_compute<decltype(nb)::value, kQ3 ? 2 : -1>(t, panel, r0, b0, mask, pairs.data());
       });
 }
 
@@ -857,17 +961,25 @@ void gemm_float_lanes(const GemmTile& t) {
 
 // Below this many activation rows the one-row-at-a-time kernels (matmul_x86_kernels.h, with
 // VNNI) are faster: they need no transposes and decode is bound by memory bandwidth anyway.
+// Types with a gemv_avx512.cpp kernel switch at their own batch (avx512_gemv_max_batch).
 constexpr int64_t kLaneMinBatch = BOLTRT_LANE_MIN_BATCH;
 
 template <GemmFn kLanes, GgmlType kType>
 void lanes_or_rows(const GemmTile& t) {
   static const GemmFn rows = avx512_gemv(kType) ? avx512_gemv(kType) : x86_gemm(kType);
-  (t.n_act >= kLaneMinBatch ? kLanes : rows)(t);
+  static const int64_t row_max = avx512_row_max_batch(kType);
+  (t.n_act > row_max ? kLanes : rows)(t);
 }
 
 }  // namespace
 
 namespace boltrt::cpu {
+
+// The row kernels (gemv_avx512.cpp, or matmul_x86_kernels.h with VNNI) give every activation row
+// the arithmetic of a batch-1 call, for any number of activation rows.
+int64_t avx512_row_max_batch(GgmlType type) {
+  return avx512_gemv(type) ? avx512_gemv_max_batch(type) : kLaneMinBatch - 1;
+}
 
 GemmFn avx512_gemm(GgmlType type) {
   switch (type) {
@@ -899,6 +1011,10 @@ GemmFn avx512_gemm(GgmlType type) {
       return &lanes_or_rows<&gemm_q6k, GgmlType::Q6_K>;
     case GgmlType::IQ4_XS:
       return &lanes_or_rows<&gemm_iq4xs, GgmlType::IQ4_XS>;
+    case GgmlType::Q2_K:
+      return &lanes_or_rows<&gemm_q23k<false>, GgmlType::Q2_K>;
+    case GgmlType::Q3_K:
+      return &lanes_or_rows<&gemm_q23k<true>, GgmlType::Q3_K>;
     default:
       return x86_gemm(type);
   }

@@ -270,20 +270,6 @@ void row_affine32(int64_t n, const uint8_t* wr, const uint8_t* const* ar, float*
 
 // ---- k-quants against Q8_K ------------------------------------------------------------------
 
-// sc[8] and mn[8] from the 12-byte packing (quant-formats.md §5.1).
-inline void unpack_k4_scales(const uint8_t* packed, uint8_t* sc, uint8_t* mn) {
-  uint32_t w[3];
-  std::memcpy(w, packed, 12);
-  const uint32_t s0 = w[0] & 0x3f3f3f3f;
-  const uint32_t s1 = (w[2] & 0x0f0f0f0f) | (((w[0] >> 6) & 0x03030303) << 4);
-  const uint32_t m0 = w[1] & 0x3f3f3f3f;
-  const uint32_t m1 = ((w[2] >> 4) & 0x0f0f0f0f) | (((w[1] >> 6) & 0x03030303) << 4);
-  std::memcpy(sc, &s0, 4);
-  std::memcpy(sc + 4, &s1, 4);
-  std::memcpy(mn, &m0, 4);
-  std::memcpy(mn + 4, &m1, 4);
-}
-
 // sum_j bsums[j] * v[j / 2] for the 16 group sums and 8 unsigned values (one per 32 elements).
 inline int bsums_dot8(const int16_t* bsums, const uint8_t* v) {
   // Pair sums are at most 32 * 127 in magnitude: int16 holds them.
@@ -321,7 +307,7 @@ void row_q45_k(int64_t n, const uint8_t* wr, const uint8_t* const* ar, float* ou
   const uint8x16_t low4 = vdupq_n_u8(0x0f);
   for (int64_t i = 0; i < n / 256; ++i) {
     uint8_t sc[8], mn[8];
-    unpack_k4_scales(x[i].scales, sc, mn);
+    k4_scales_mins(x[i].scales, sc, mn);
     int32x4_t sumi[kNb];
     for (int b = 0; b < kNb; ++b) sumi[b] = vdupq_n_s32(0);
     // Q5_K: bit 2j of qh[l] is the fifth bit of element l of sub-block 2j, bit 2j+1 of 2j+1;
@@ -424,8 +410,7 @@ void row_iq4_xs(int64_t n, const uint8_t* wr, const uint8_t* const* ar, float* o
     int32x4_t sumi[kNb];
     for (int b = 0; b < kNb; ++b) sumi[b] = vdupq_n_s32(0);
     for (int ib = 0; ib < 8; ++ib) {
-      const int ls = ((x[i].scales_l[ib / 2] >> (4 * (ib & 1))) & 15) |
-                     (((x[i].scales_h >> (2 * ib)) & 3) << 4);
+      const int ls = iq4xs_scale(ib, x[i]);
       int8x16_t lo, hi;
       codebook<kIQ4NLValues>(x[i].qs + 16 * ib, lo, hi);
       for (int b = 0; b < kNb; ++b) {
@@ -438,16 +423,6 @@ void row_iq4_xs(int64_t n, const uint8_t* wr, const uint8_t* const* ar, float* o
     }
   }
   for (int b = 0; b < kNb; ++b) out[b] = vaddvq_f32(acc[b]);
-}
-
-// The 16 6-bit Q3_K scales minus 32 (quant-formats.md §5.3).
-inline void q3k_scales(const BlockQ3_K& x, int16_t* out) {
-  const uint8_t* b = x.scales;
-  for (int g = 0; g < 16; ++g) {
-    const int low = (g < 8 ? b[g] : b[g - 8] >> 4) & 15;
-    const int high = (b[8 + (g & 3)] >> (2 * (g >> 2))) & 3;
-    out[g] = static_cast<int16_t>((low | (high << 4)) - 32);
-  }
 }
 
 // Q2_K and Q3_K: 2-bit codes per 16-element group g with scale S_g, in 32-element chunks
@@ -472,7 +447,7 @@ void row_q23_k(int64_t n, const uint8_t* wr, const uint8_t* const* ar, float* ou
   for (int64_t i = 0; i < n / 256; ++i) {
     int16_t sc[16], mn[16];
     if constexpr (kQ3) {
-      q3k_scales(x[i], sc);
+      q3k_scale_values(x[i].scales, sc);
     } else {
       for (int g = 0; g < 16; ++g) {
         sc[g] = static_cast<int16_t>(x[i].scales[g] & 15);

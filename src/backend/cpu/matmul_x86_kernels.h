@@ -259,20 +259,6 @@ void row_affine32(int64_t n, const uint8_t* wr, const uint8_t* const* ar, float*
 
 // ---- k-quants against Q8_K ------------------------------------------------------------------
 
-// sc[8] and mn[8] from the 12-byte packing (quant-formats.md §5.1, "fast unpack").
-inline void unpack_k4_scales(const uint8_t* packed, uint8_t* sc, uint8_t* mn) {
-  uint32_t w[3];
-  std::memcpy(w, packed, 12);
-  const uint32_t s0 = w[0] & 0x3f3f3f3f;
-  const uint32_t s1 = (w[2] & 0x0f0f0f0f) | (((w[0] >> 6) & 0x03030303) << 4);
-  const uint32_t m0 = w[1] & 0x3f3f3f3f;
-  const uint32_t m1 = ((w[2] >> 4) & 0x0f0f0f0f) | (((w[1] >> 6) & 0x03030303) << 4);
-  std::memcpy(sc, &s0, 4);
-  std::memcpy(sc + 4, &s1, 4);
-  std::memcpy(mn, &m0, 4);
-  std::memcpy(mn + 4, &m1, 4);
-}
-
 // sum_j bsums[j] * v[j / 2] for 8 values v (one per 32-element sub-block).
 inline int bsums_dot8(const int16_t* bsums, const uint8_t* v) {
   const __m256i b = load256(bsums);
@@ -301,7 +287,7 @@ void row_q45_k(int64_t n, const uint8_t* wr, const uint8_t* const* ar, float* ou
   const __m256i low4 = _mm256_set1_epi8(0x0f);
   for (int64_t i = 0; i < n / 256; ++i) {
     alignas(16) uint8_t sc[8], mn[8];
-    unpack_k4_scales(x[i].scales, sc, mn);
+    k4_scales_mins(x[i].scales, sc, mn);
     __m256i sumi[kNb];
     for (int b = 0; b < kNb; ++b) sumi[b] = _mm256_setzero_si256();
     [[maybe_unused]] __m256i hbits;
@@ -411,8 +397,7 @@ void row_iq4_xs(int64_t n, const uint8_t* wr, const uint8_t* const* ar, float* o
     __m256i sumi[kNb];
     for (int b = 0; b < kNb; ++b) sumi[b] = _mm256_setzero_si256();
     for (int ib = 0; ib < 8; ++ib) {
-      const int ls = ((x[i].scales_l[ib / 2] >> (4 * (ib & 1))) & 15) |
-                     (((x[i].scales_h >> (2 * ib)) & 3) << 4);
+      const int ls = iq4xs_scale(ib, x[i]);
       const __m256i sc = _mm256_set1_epi16(static_cast<int16_t>(ls - 32));
       const __m256i q = _mm256_shuffle_epi8(lut, nibbles_to_bytes(x[i].qs + 16 * ib));
       const __m256i q_abs = _mm256_abs_epi8(q);
@@ -442,16 +427,6 @@ inline void q2k_scales(const BlockQ2_K& x, __m256i& scales, __m256i& mins) {
   mins = _mm256_srli_epi16(packed, 4);
 }
 
-// The 16 6-bit Q3_K scales (already minus 32) as int16 values (quant-formats.md §5.3).
-inline void q3k_scales(const BlockQ3_K& x, int16_t* out) {
-  const uint8_t* b = x.scales;
-  for (int g = 0; g < 16; ++g) {
-    const int low = (g < 8 ? b[g] : b[g - 8] >> 4) & 15;
-    const int high = (b[8 + (g & 3)] >> (2 * (g >> 2))) & 3;
-    out[g] = static_cast<int16_t>((low | (high << 4)) - 32);
-  }
-}
-
 // sum_g v[g] * bsums[g] for 16 int16 values.
 inline int bsums_dot16(const int16_t* bsums, __m256i v) {
   const __m256i prod = _mm256_madd_epi16(load256(bsums), v);
@@ -478,7 +453,7 @@ void row_q23_k(int64_t n, const uint8_t* wr, const uint8_t* const* ar, float* ou
     alignas(32) int16_t sc[16];
     __m256i mins16 = _mm256_setzero_si256();
     if constexpr (kQ3) {
-      q3k_scales(x[i], sc);
+      q3k_scale_values(x[i].scales, sc);
     } else {
       __m256i scales16;
       q2k_scales(x[i], scales16, mins16);

@@ -1,0 +1,81 @@
+// Small-batch matmul: below the crossover to the 16-row lane kernels (cpu::avx512_row_max_batch:
+// 4 for Q4_0 and Q4_K, 8 for Q6_K, 3 for Q8_0) the AVX-512 kernels compute every activation row
+// with exactly the arithmetic of a batch-1 call, so a batched verify of drafted tokens gives bit
+// for bit the logits of one-token decoding. Checked with exact equality against separate batch-1
+// calls on awkward shapes (row counts that are not multiples of 16, block counts that are not
+// multiples of 4, columns long enough to be cut into slices), with and without threads.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "backend/cpu/matmul.h"
+#include "backend/cpu/matmul_internal.h"
+#include "matmul_test_util.h"
+#include "runtime/thread_pool.h"
+
+namespace boltrt {
+namespace {
+
+using test::matmul_block_bytes;
+using test::matmul_block_elems;
+using test::random_activations;
+using test::random_weights;
+using test::type_name;
+
+class MatmulBatch : public ::testing::TestWithParam<GgmlType> {};
+
+TEST_P(MatmulBatch, EveryRowEqualsBatchOneBitForBit) {
+  const GgmlType t = GetParam();
+  const SimdLevel saved = simd_level();
+  set_simd_level(SimdLevel::Avx512);
+  if (simd_level() != SimdLevel::Avx512) {
+    set_simd_level(saved);
+    GTEST_SKIP() << "no AVX-512 VNNI on this CPU";
+  }
+  const int64_t max_batch = cpu::avx512_row_max_batch(t);
+  ASSERT_GE(max_batch, 2) << "small batches should stay on the batch-1 arithmetic";
+  ThreadPool pool(3);
+  uint32_t seed = 11;
+  for (const int64_t cols : {32, 96, 256, 736, 2560, 10240}) {
+    if (cols % matmul_block_elems(t) != 0) continue;
+    for (const int64_t rows : {1, 7, 33, 255}) {
+      const auto data = random_weights(t, rows, cols, seed++);
+      const size_t stride =
+          static_cast<size_t>(cols / matmul_block_elems(t)) * matmul_block_bytes(t);
+      const WeightView w{t, data.data(), rows, cols, stride};
+      const int64_t batch = max_batch;
+      const auto x = random_activations(batch * cols, seed++);
+      // batch-1 results, one activation row at a time, single thread
+      std::vector<float> single(static_cast<size_t>(rows * batch));
+      for (int64_t b = 0; b < batch; ++b)
+        matmul(w, x.data() + b * cols, 1, single.data() + b * rows, nullptr);
+      for (int64_t nb = 2; nb <= batch; ++nb) {
+        for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+          SCOPED_TRACE(std::string(type_name(t)) + " rows " + std::to_string(rows) + " cols " +
+                       std::to_string(cols) + " batch " + std::to_string(nb) +
+                       (p ? " threads 3" : " threads 1"));
+          std::vector<float> y(static_cast<size_t>(rows * nb));
+          matmul(w, x.data(), nb, y.data(), p);
+          for (int64_t b = 0; b < nb; ++b) {
+            for (int64_t r = 0; r < rows; ++r) {
+              // exact equality: the same operations in the same order
+              ASSERT_EQ(y[static_cast<size_t>(b * rows + r)],
+                        single[static_cast<size_t>(b * rows + r)])
+                  << "b " << b << " r " << r;
+            }
+          }
+        }
+      }
+    }
+  }
+  set_simd_level(saved);
+}
+
+INSTANTIATE_TEST_SUITE_P(SmallBatchTypes, MatmulBatch,
+                         ::testing::Values(GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K,
+                                           GgmlType::Q6_K),
+                         [](const auto& info) { return std::string(type_name(info.param)); });
+
+}  // namespace
+}  // namespace boltrt
