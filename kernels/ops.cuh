@@ -91,4 +91,16 @@ cudaError_t launch_attention_prefill(const float* q, const uint16_t* k_cache,
                                      int64_t head_dim, int64_t window, float scale, float cap,
                                      float* out, cudaStream_t stream);
 
+// moe_route.cu: per token, the k experts of largest softmax(logits) probability, descending
+// (ties to the lower index), weights renormalised to sum 1 (cuda::moe_route_top_k, the same
+// selection and weights as cpu::route_top_k). logits [n_tokens][n_expert] f32; selected
+// (int32) and weights (f32) [n_tokens][k]. 1 <= k <= n_expert.
+cudaError_t launch_moe_route(const float* logits, int64_t n_tokens, int n_expert, int k,
+                             int32_t* selected, float* weights, cudaStream_t stream);
+
+// moe_combine.cu: out[t][i] = sum_j weights[t * k + j] * y[(t * k + j) * n + i] for t <
+// n_tokens (<= 65535), i < n; y [n_tokens * k][n], out [n_tokens][n] (not aliasing y).
+cudaError_t launch_moe_combine(const float* y, const float* weights, int64_t n_tokens, int k,
+                               int64_t n, float* out, cudaStream_t stream);
+
 }  // namespace boltrt::kernels

@@ -211,5 +211,37 @@ TEST(CudaMath, FloatSub32MatchesDequantizeRow) {
   check_sub32<BlockBF16x32>(GgmlType::BF16, bf16, cols);
 }
 
+// MoE routing: the kernel's per-token function picks the same experts with bit-identical
+// weights as cpu::route_top_k, also with ties (equal logits, ties to the lower index), k = E
+// and the 26B-A4B shape (128 experts, top 8).
+TEST(CudaMath, MoeRouteTopKIsTheCpuReference) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  struct Shape {
+    int n_expert, k;
+  };
+  for (Shape shape : {Shape{128, 8}, Shape{8, 2}, Shape{8, 8}, Shape{1, 1}, Shape{37, 5}}) {
+    for (int trial = 0; trial < 50; ++trial) {
+      std::vector<float> logits(static_cast<size_t>(shape.n_expert));
+      for (float& v : logits) v = normal(rng);
+      if (trial % 5 == 1) {  // ties: a few distinct values only
+        for (float& v : logits) v = std::round(v / 3.0f);
+      }
+      if (trial % 5 == 2) std::fill(logits.begin(), logits.end(), 0.25f);  // all tied
+      if (trial % 5 == 3) logits[static_cast<size_t>(trial) % logits.size()] = 80.0f;  // one-hot
+      std::vector<int32_t> want_e(static_cast<size_t>(shape.k)), got_e(want_e.size(), -7);
+      std::vector<float> want_w(want_e.size()), got_w(want_e.size(), -1.0f);
+      cpu::route_top_k(logits.data(), shape.n_expert, shape.k, want_e.data(), want_w.data());
+      cuda::moe_route_top_k(logits.data(), shape.n_expert, shape.k, got_e.data(), got_w.data());
+      for (size_t j = 0; j < want_e.size(); ++j) {
+        ASSERT_EQ(got_e[j], want_e[j]) << shape.n_expert << "/" << shape.k << " trial " << trial
+                                       << " pick " << j;
+        ASSERT_EQ(got_w[j], want_w[j]) << shape.n_expert << "/" << shape.k << " trial " << trial
+                                       << " pick " << j;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace boltrt

@@ -45,6 +45,22 @@ struct DeviceMatrix {
   bool present() const { return data != nullptr; }
 };
 
+// A stack of n_expert matrices of rows x cols in device memory, expert e at data +
+// e * expert_stride (the GGUF's [cols, rows, n_expert] *_exps tensor, uploaded whole). scale:
+// device [n_expert] per-expert output scales, or null.
+struct DeviceExperts {
+  GgmlType type = GgmlType::F32;
+  const void* data = nullptr;
+  int64_t rows = 0, cols = 0;
+  size_t row_stride = 0, expert_stride = 0;
+  const float* scale = nullptr;
+  bool present() const { return data != nullptr; }
+  // rows [row0, row0 + n) of every expert (the gate or up half of a merged gate_up stack)
+  const void* rows_from(int64_t row0) const {
+    return static_cast<const uint8_t*>(data) + static_cast<size_t>(row0) * row_stride;
+  }
+};
+
 }  // namespace
 
 struct Gemma4CudaModel::Weights {
@@ -54,6 +70,14 @@ struct Gemma4CudaModel::Weights {
     const float* post_norm = nullptr;
     DeviceMatrix q, k, v, o, gate, up, down, inp_gate, proj;
     float output_scale = 1.0f;
+    // MoE layers (§5.7): router [E][D] with its input scale [D], the branch norms, and the
+    // experts as one merged gate_up stack [E][2F][D] or split gate/up stacks [E][F][D], down
+    // [E][D][F]
+    bool moe = false;
+    DeviceMatrix router;
+    const float *router_scale = nullptr, *pre_ffw_norm_2 = nullptr;
+    const float *post_ffw_norm_1 = nullptr, *post_ffw_norm_2 = nullptr;
+    DeviceExperts gate_up_exps, gate_exps, up_exps, down_exps;
   };
   DeviceBuffer arena;  // every tensor, kAlign-aligned
   size_t bytes = 0;
@@ -67,7 +91,27 @@ std::string gemma4_unsupported_reason(const Gemma4Model& model) {
   const Gemma4Config& c = model.config();
   for (int64_t il = 0; il < c.n_layer; ++il) {
     const Gemma4LayerConfig& lc = c.layers[static_cast<size_t>(il)];
-    if (model.layer(il).is_moe()) return fmt::format("layer {} is a mixture of experts", il);
+    const Gemma4Layer& layer = model.layer(il);
+    if (layer.is_moe()) {
+      if (c.n_expert_used < 1 || c.n_expert_used > c.n_expert ||
+          c.n_expert_used * Gemma4CudaSession::kMaxBatch > 65535) {
+        return fmt::format("layer {} uses {} of {} experts", il, c.n_expert_used, c.n_expert);
+      }
+      if (c.n_ff_exp % 32 != 0) {
+        return fmt::format("expert width {} is not a multiple of 32", c.n_ff_exp);
+      }
+      if (!layer.ffn_gate_inp_scale.data || !layer.pre_ffw_norm_2.data ||
+          !layer.post_ffw_norm_1.data || !layer.post_ffw_norm_2.data || !layer.ffn_gate.present()) {
+        return fmt::format("layer {} lacks a tensor of the 26B-A4B MoE layout", il);
+      }
+      for (const ExpertMatrices* x :
+           {&layer.gate_up_exps, &layer.gate_exps, &layer.up_exps, &layer.down_exps}) {
+        if (x->present() &&
+            x->expert_stride != x->first.row_stride * static_cast<size_t>(x->first.rows)) {
+          return fmt::format("layer {}: expert matrices are not stored back to back", il);
+        }
+      }
+    }
     if (lc.head_dim % 64 != 0 || lc.head_dim > 512) {
       return fmt::format("layer {} has head size {} (the kernel takes multiples of 64 up to 512)",
                          il, lc.head_dim);
@@ -105,6 +149,20 @@ class Uploader {
       place(w.data, out->row_stride * static_cast<size_t>(w.rows), true, w, &out->data);
     }
     return out;
+  }
+  // A stack of n_expert matrices uploaded as one block (converted to F16 rows like matrix()).
+  void experts(const ExpertMatrices& m, int64_t n_expert, DeviceExperts* out) {
+    if (!m.present()) return;
+    WeightView all = m.first;  // the stack as rows * n_expert rows (checked contiguous)
+    all.rows = m.first.rows * n_expert;
+    out->rows = m.first.rows;
+    out->cols = m.first.cols;
+    const bool convert = !kernels::has_sub32_block(static_cast<uint32_t>(all.type));
+    out->type = convert ? GgmlType::F16 : all.type;
+    out->row_stride = convert ? static_cast<size_t>(all.cols) * 2 : all.row_stride;
+    out->expert_stride = out->row_stride * static_cast<size_t>(out->rows);
+    place(all.data, out->row_stride * static_cast<size_t>(all.rows), convert, all, &out->data);
+    if (!m.scale.empty()) vector(F32Vector{m.scale.data(), n_expert}, &out->scale);
   }
   void vector(const F32Vector& v, const float** out) {
     if (!v.data) return;
@@ -217,6 +275,18 @@ Gemma4CudaModel::Gemma4CudaModel(const Gemma4Model& model, int device_index)
       up.matrix(h.proj.w, h.proj.scale, &d.proj);
       up.vector(h.post_norm, &d.post_norm);
     }
+    if (h.is_moe()) {
+      d.moe = true;
+      up.matrix(h.ffn_gate_inp.w, h.ffn_gate_inp.scale, &d.router);
+      up.vector(h.ffn_gate_inp_scale, &d.router_scale);
+      up.vector(h.pre_ffw_norm_2, &d.pre_ffw_norm_2);
+      up.vector(h.post_ffw_norm_1, &d.post_ffw_norm_1);
+      up.vector(h.post_ffw_norm_2, &d.post_ffw_norm_2);
+      up.experts(h.gate_up_exps, c.n_expert, &d.gate_up_exps);
+      up.experts(h.gate_exps, c.n_expert, &d.gate_exps);
+      up.experts(h.up_exps, c.n_expert, &d.up_exps);
+      up.experts(h.down_exps, c.n_expert, &d.down_exps);
+    }
     d.output_scale = h.output_scale;
   }
   try {
@@ -252,6 +322,12 @@ struct Gemma4CudaSession::State {
   float *h = nullptr, *a = nullptr, *o = nullptr, *q = nullptr, *kx = nullptr, *vx = nullptr;
   float *attn = nullptr, *gate = nullptr, *up = nullptr, *ple = nullptr, *ple_tok = nullptr;
   float *logits = nullptr, *partials = nullptr;
+  // MoE (§5.7): router logits [B][E]; per (token, slot) pair the routing weight [B*K], the
+  // expert index [B*K], the expert's gate and up rows [B*K][F] and down output [B*K][D]; the
+  // weighted expert sum [B][D]
+  float *router = nullptr, *moe_weights = nullptr, *moe_gate = nullptr, *moe_up = nullptr;
+  float *moe_y = nullptr, *moe_sum = nullptr;
+  int32_t* moe_selected = nullptr;
   int32_t* tokens = nullptr;
   size_t partial_floats = 0;
   PinnedBuffer pinned;  // tokens, per-layer embedding rows, logits
@@ -344,6 +420,10 @@ Gemma4CudaSession::Gemma4CudaSession(std::shared_ptr<const Gemma4CudaModel> mode
     ff = std::max({ff, lc.n_ff, P});
     max_hd = std::max(max_hd, lc.head_dim);
   }
+  for (int64_t il = 0; il < c.n_layer; ++il) ff = std::max(ff, host.layer(il).ffn_gate.w.rows);
+  const bool any_moe = c.n_expert > 0;
+  const int64_t E = any_moe ? c.n_expert : 0, K = any_moe ? c.n_expert_used : 0;
+  const int64_t F = any_moe ? c.n_ff_exp : 0;
   // split-KV partial states: attention_split_count keeps tokens * heads * splits <= 512
   s.partial_floats = static_cast<size_t>(512 * (max_hd + 2));
   s.logit_rows = 1;
@@ -360,18 +440,30 @@ Gemma4CudaSession::Gemma4CudaSession(std::shared_ptr<const Gemma4CudaModel> mode
                             B * LP,
                             s.logit_rows * c.n_vocab,
                             static_cast<int64_t>(s.partial_floats),
+                            B * E,
+                            B * K,
+                            B * K * F,
+                            B * K * F,
+                            B * K * D,
+                            B * D,
+                            B * K,  // int32 expert indices
                             B,
                             2};
   size_t total = 0;
   for (int64_t f : floats) total += align_up(static_cast<size_t>(f) * 4);
   s.scratch = DeviceBuffer(total);
   auto* p = static_cast<uint8_t*>(s.scratch.data());
-  float** slots[] = {&s.h,    &s.a,  &s.o,   &s.q,       &s.kx,     &s.vx,      &s.attn,
-                     &s.gate, &s.up, &s.ple, &s.ple_tok, &s.logits, &s.partials};
+  float* selected = nullptr;
+  float** slots[] = {&s.h,         &s.a,        &s.o,          &s.q,        &s.kx,
+                     &s.vx,        &s.attn,     &s.gate,       &s.up,       &s.ple,
+                     &s.ple_tok,   &s.logits,   &s.partials,   &s.router,   &s.moe_weights,
+                     &s.moe_gate,  &s.moe_up,   &s.moe_y,      &s.moe_sum,  &selected};
+  static_assert(std::size(slots) + 2 == std::size(floats));
   for (size_t i = 0; i < std::size(slots); ++i) {
     *slots[i] = reinterpret_cast<float*>(p);
     p += align_up(static_cast<size_t>(floats[i]) * 4);
   }
+  s.moe_selected = reinterpret_cast<int32_t*>(selected);
   s.tokens = reinterpret_cast<int32_t*>(p);
   p += align_up(static_cast<size_t>(B) * 4);
   s.pos = reinterpret_cast<int64_t*>(p);
@@ -545,6 +637,59 @@ void Gemma4CudaSession::forward(const int32_t* tokens, int64_t n, int64_t pos0, 
   if (logits) std::memcpy(logits, s.host_logits, static_cast<size_t>(rows * V) * 4);
 }
 
+// §5.7, from the post-attention residual s.h, the dense branch's output in s.o [n][D]:
+//   o = post_ffw_norm_1(o) + post_ffw_norm_2(sum_j w_j * expert_j(pre_ffw_norm_2(h)))
+// with the router on rms_norm(h) / sqrt(D) * router_scale. Every (token, slot) pair runs as
+// one row of the expert GEMVs (one launch per matrix for the whole batch; the selected
+// experts never leave the device). Mirrors Gemma4Model::feed_forward_moe.
+void Gemma4CudaSession::enqueue_moe(int64_t il, int64_t n) {
+  const Gemma4Config& c = model_->host().config();
+  const Gemma4CudaModel::Weights::Layer& layer = model_->weights().layers[static_cast<size_t>(il)];
+  State& s = *state_;
+  cudaStream_t st = s.stream;
+  const int64_t D = c.n_embd, E = c.n_expert, F = c.n_ff_exp;
+  const int K = static_cast<int>(c.n_expert_used);
+  const int64_t pairs = n * K;
+  const float eps = c.rms_eps;
+  check(kernels::launch_rms_norm(s.o, layer.post_ffw_norm_1, n, D, eps, s.o, st),
+        "post_ffw_norm_1");
+  // router logits [n][E] and the top-K experts of each token
+  check(kernels::launch_rms_norm(s.h, layer.router_scale, n, D, eps, s.a, st), "router norm");
+  check(kernels::launch_scale(s.a, n * D, 1.0f / std::sqrt(static_cast<float>(D)), st),
+        "router scale");
+  linear(layer.router, s.a, n, s.router, st, /*gemm=*/false);
+  check(kernels::launch_moe_route(s.router, n, static_cast<int>(E), K, s.moe_selected,
+                                  s.moe_weights, st),
+        "moe route");
+  // experts on pre_ffw_norm_2(h): gate, up [pairs][F] (x shared by a token's K slots)
+  check(kernels::launch_rms_norm(s.h, layer.pre_ffw_norm_2, n, D, eps, s.a, st),
+        "pre_ffw_norm_2");
+  auto experts = [&](const DeviceExperts& x, int64_t row0, int64_t rows, const float* in,
+                     int in_pairs_per_row, float* out, const char* what) {
+    check(kernels::launch_gemv_experts(static_cast<uint32_t>(x.type), x.rows_from(row0), rows,
+                                       x.cols, x.row_stride, x.expert_stride, s.moe_selected,
+                                       pairs, in, in_pairs_per_row, x.scale, out, st),
+          what);
+  };
+  if (layer.gate_up_exps.present()) {  // merged [E][2F][D]: gate rows first (no scales)
+    const DeviceExperts& gu = layer.gate_up_exps;
+    DeviceExperts unscaled = gu;
+    unscaled.scale = nullptr;
+    experts(unscaled, 0, F, s.a, K, s.moe_gate, "expert gate");
+    experts(unscaled, F, F, s.a, K, s.moe_up, "expert up");
+  } else {
+    experts(layer.gate_exps, 0, F, s.a, K, s.moe_gate, "expert gate");
+    experts(layer.up_exps, 0, F, s.a, K, s.moe_up, "expert up");
+  }
+  check(kernels::launch_gelu_mul(s.moe_gate, s.moe_up, F, pairs, F, s.moe_gate, st),
+        "expert geglu");
+  experts(layer.down_exps, 0, D, s.moe_gate, 1, s.moe_y, "expert down");  // [pairs][D]
+  check(kernels::launch_moe_combine(s.moe_y, s.moe_weights, n, K, D, s.moe_sum, st),
+        "moe combine");
+  check(kernels::launch_rms_norm_add(s.moe_sum, layer.post_ffw_norm_2, n, D, eps, s.o, st),
+        "post_ffw_norm_2");
+}
+
 void Gemma4CudaSession::enqueue(int64_t n, int64_t pos0, int64_t logit_rows, bool device_pos,
                                 int64_t split_keys) {
   const Gemma4Model& host = model_->host();
@@ -639,12 +784,15 @@ void Gemma4CudaSession::enqueue(int64_t n, int64_t pos0, int64_t logit_rows, boo
     check(kernels::launch_rms_norm_add(s.o, layer.post_attention_norm, n, D, eps, s.h, st),
           "post_attention_norm");
 
-    // --- 5.6 feed-forward (dense)
+    // --- 5.6 feed-forward (dense; the always-on branch of MoE layers)
+    const int64_t n_ff = layer.gate.rows;
     check(kernels::launch_rms_norm(s.h, layer.ffn_norm, n, D, eps, s.a, st), "ffn_norm");
     linear(layer.gate, s.a, n, s.gate, st, gemm);  // [n][n_ff]
     linear(layer.up, s.a, n, s.up, st, gemm);
-    check(kernels::launch_gelu_mul(s.gate, s.up, lc.n_ff, n, lc.n_ff, s.gate, st), "geglu");
+    check(kernels::launch_gelu_mul(s.gate, s.up, n_ff, n, n_ff, s.gate, st), "geglu");
     linear(layer.down, s.gate, n, s.o, st, gemm);  // [n][D]
+    // --- 5.7 mixture of experts: o = post_ffw_norm_1(dense) + post_ffw_norm_2(experts)
+    if (layer.moe) enqueue_moe(il, n);
     check(kernels::launch_rms_norm_add(s.o, layer.post_ffw_norm, n, D, eps, s.h, st),
           "post_ffw_norm");
 

@@ -26,8 +26,8 @@ class Gemma4Model;
 
 namespace boltrt::cuda {
 
-// Why `model` cannot run on the CUDA backend (MoE layers, a head size the attention kernel
-// lacks, ...), or "" when it can.
+// Why `model` cannot run on the CUDA backend (a head size the attention kernel lacks, an MoE
+// layout other than 26B-A4B's, ...), or "" when it can.
 std::string gemma4_unsupported_reason(const Gemma4Model& model);
 
 class Gemma4CudaModel {
@@ -85,6 +85,8 @@ class Gemma4CudaSession : public LanguageModel {
   // pinned logits; device_pos makes the kernels read the position from device memory;
   // split_keys bounds the keys the decode attention splits.
   void enqueue(int64_t n, int64_t pos0, int64_t logit_rows, bool device_pos, int64_t split_keys);
+  // The mixture-of-experts half of layer il's feed-forward for the n tokens in flight.
+  void enqueue_moe(int64_t il, int64_t n);
 
   std::shared_ptr<const Gemma4CudaModel> model_;
   int64_t n_ctx_ = 0, n_batch_ = 0, n_past_ = 0;
