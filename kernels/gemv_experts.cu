@@ -23,8 +23,7 @@ __global__ void gemv_experts_kernel(const uint8_t* __restrict__ w, int64_t rows,
                                     size_t row_stride, size_t expert_stride,
                                     const int32_t* __restrict__ selected,
                                     const float* __restrict__ x, int x_pairs_per_row,
-                                    const float* __restrict__ expert_scale,
-                                    float* __restrict__ y) {
+                                    const float* __restrict__ expert_scale, float* __restrict__ y) {
   const int lane = threadIdx.x & 31;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + (threadIdx.x >> 5);
   if (row >= rows) return;
@@ -66,9 +65,9 @@ cudaError_t launch_gemv_experts(uint32_t ggml_type, const void* w, int64_t rows,
     const dim3 grid(static_cast<unsigned>((rows + kWarpsPerBlock - 1) / kWarpsPerBlock),
                     static_cast<unsigned>(pairs));
     const dim3 block(32 * kWarpsPerBlock);
-    gemv_experts_kernel<Block><<<grid, block, 0, stream>>>(
-        static_cast<const uint8_t*>(w), rows, cols, row_stride, expert_stride, selected, x,
-        x_pairs_per_row, expert_scale, y);
+    gemv_experts_kernel<Block>
+        <<<grid, block, 0, stream>>>(static_cast<const uint8_t*>(w), rows, cols, row_stride,
+                                     expert_stride, selected, x, x_pairs_per_row, expert_scale, y);
     return cudaGetLastError();
   });
 }

@@ -17,6 +17,7 @@
 #include "quant/dequantize.h"
 #include "quant/fp16.h"
 #include "quant/quantize.h"
+#include "support/cuda_skip.h"
 #if defined(BOLTRT_HAVE_CUDA)
 #include "backend/cuda/cuda_backend.h"
 #include "gemm_quant.cuh"
@@ -27,14 +28,7 @@ namespace {
 
 class CudaGemm : public ::testing::TestWithParam<GgmlType> {
  protected:
-  void SetUp() override {
-#if !defined(BOLTRT_HAVE_CUDA)
-    GTEST_SKIP() << "built without CUDA (configure with -DBOLTRT_CUDA=ON)";
-#else
-    std::string why;
-    if (!cuda::probe_device(0, &why)) GTEST_SKIP() << "no usable CUDA device: " << why;
-#endif
-  }
+  void SetUp() override { BOLTRT_SKIP_WITHOUT_CUDA_DEVICE(); }
 };
 
 [[maybe_unused]] float round_f16(float v) {

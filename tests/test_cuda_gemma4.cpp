@@ -3,8 +3,10 @@
 // rotary via rope_freqs, head sizes 64/128), tiny-e2b-like (one KV head, double-wide MLP on
 // shared layers, K/V tensors present on shared layers) and an E4B-shaped slice (D 2560, head
 // sizes 256/512, GQA 8:2, PLE 256; fewer layers, a small vocabulary and a 32-token window so
-// the ring wraps quickly). A prompt in prefill chunks (all logits), then single-token decodes
-// (CUDA graphs) past the window, then a rollback, a 3-token and a 12-token (verify) batch.
+// the ring wraps quickly), and mixture-of-experts models (§5.7): tiny-moe with merged gate_up
+// or split gate/up experts in several types, and a 2-layer 26B-A4B-shaped slice (D 2816, 128
+// experts, top 8, expert width 704). A prompt in prefill chunks (all logits), then single-token
+// decodes (CUDA graphs) past the window, then a rollback, a 3-token and a 12-token (verify) batch.
 // Tolerances are per weight type: the CPU multiplies quantized weights by 8-bit-quantized
 // activations (as llama.cpp does) and reads GELU from an f16 table, the GPU uses f32
 // activations (f16 in the prefill GEMM) and the exact tanh GELU.
@@ -24,6 +26,7 @@
 #include "model/gemma4_synth.h"
 #include "runtime/session.h"
 #include "runtime/thread_pool.h"
+#include "support/cuda_skip.h"
 #include "support/paths.h"
 #if defined(BOLTRT_HAVE_CUDA)
 #include "backend/cuda/gemma4_cuda.h"
@@ -37,7 +40,8 @@ struct ModelCase {
   std::string preset;
   int64_t n_layer;  // 0: the preset's
   std::string type;
-  double tolerance;  // max |cuda - cpu| over max |cpu logit| per row
+  double tolerance;            // max |cuda - cpu| over max |cpu logit| per row
+  bool split_experts = false;  // MoE presets: ffn_gate_exps + ffn_up_exps instead of merged
 };
 
 std::string case_name(const ::testing::TestParamInfo<ModelCase>& info) {
@@ -46,14 +50,7 @@ std::string case_name(const ::testing::TestParamInfo<ModelCase>& info) {
 
 class CudaGemma4 : public ::testing::TestWithParam<ModelCase> {
  protected:
-  void SetUp() override {
-#if !defined(BOLTRT_HAVE_CUDA)
-    GTEST_SKIP() << "built without CUDA (configure with -DBOLTRT_CUDA=ON)";
-#else
-    std::string why;
-    if (!cuda::probe_device(0, &why)) GTEST_SKIP() << "no usable CUDA device: " << why;
-#endif
-  }
+  void SetUp() override { BOLTRT_SKIP_WITHOUT_CUDA_DEVICE(); }
 };
 
 // Largest |a - b| relative to the largest |a| of one logit row; whether the argmax agrees, and
@@ -98,6 +95,12 @@ TEST_P(CudaGemma4, LogitsMatchTheCpuBackend) {
     config.context_length = 4096;
     config.sliding_window = 32;
   }
+  if (mc.preset == "26b-a4b") {  // the real expert shapes (128 x top 8, 704 wide, D 2816)
+    config.n_vocab = 4096;
+    config.context_length = 4096;
+    config.sliding_window = 32;
+  }
+  config.split_experts = mc.split_experts;
   model::Gemma4SynthOptions options;
   options.type = mc.type;
   options.threads = 8;
@@ -192,18 +195,32 @@ INSTANTIATE_TEST_SUITE_P(
                       ModelCase{"tiny_e2b_like_q4_k_m", "tiny-e2b-like", 0, "q4_k_m", 6e-2},
                       ModelCase{"e4b_shape_q4_k_m", "e4b", 4, "q4_k_m", 6e-2},
                       // Q5_0 has no GEMV kernel: those matrices go to the device as F16
-                      ModelCase{"tiny_q5_0_as_f16", "tiny", 0, "q5_0", 6e-2}),
+                      ModelCase{"tiny_q5_0_as_f16", "tiny", 0, "q5_0", 6e-2},
+                      // mixture of experts (§5.7): merged gate_up and split gate/up experts
+                      ModelCase{"tiny_moe_f32", "tiny-moe", 0, "f32", 1e-2},
+                      ModelCase{"tiny_moe_split_f32", "tiny-moe", 0, "f32", 1e-2, true},
+                      ModelCase{"tiny_moe_q4_k_m", "tiny-moe", 0, "q4_k_m", 6e-2},
+                      ModelCase{"tiny_moe_split_q8_0", "tiny-moe", 0, "q8_0", 3e-2, true},
+                      ModelCase{"tiny_moe_q5_0_as_f16", "tiny-moe", 0, "q5_0", 6e-2},
+                      ModelCase{"a26b_shape_q4_k_m", "26b-a4b", 2, "q4_k_m", 6e-2}),
     case_name);
 
-TEST(CudaGemma4Layouts, MixtureOfExpertsIsRefusedWithTheReason) {
+// Runs without a device: the 26B-A4B MoE layout (merged or split experts) is accepted.
+TEST(CudaGemma4Layouts, MixtureOfExpertsIsSupported) {
 #if !defined(BOLTRT_HAVE_CUDA)
   GTEST_SKIP() << "built without CUDA (configure with -DBOLTRT_CUDA=ON)";
 #else
   const std::string dir = test::scratch_dir("cuda_gemma4_moe");
-  const std::string path = dir + "/moe.gguf";
-  model::write_gemma4_synth(model::gemma4_preset("tiny-moe"), {}, path);
-  auto host = Gemma4Model::load(path);
-  EXPECT_NE(cuda::gemma4_unsupported_reason(*host).find("mixture of experts"), std::string::npos);
+  for (bool split : {false, true}) {
+    const std::string path = dir + (split ? "/split.gguf" : "/merged.gguf");
+    model::Gemma4Config config = model::gemma4_preset("tiny-moe");
+    config.split_experts = split;
+    model::write_gemma4_synth(config, {}, path);
+    auto host = Gemma4Model::load(path);
+    ASSERT_TRUE(host->layer(0).is_moe());
+    EXPECT_EQ(host->layer(0).gate_up_exps.present(), !split);
+    EXPECT_EQ(cuda::gemma4_unsupported_reason(*host), "") << (split ? "split" : "merged");
+  }
   std::filesystem::remove_all(dir);
 #endif
 }

@@ -227,17 +227,17 @@ TEST(CudaMath, MoeRouteTopKIsTheCpuReference) {
       if (trial % 5 == 1) {  // ties: a few distinct values only
         for (float& v : logits) v = std::round(v / 3.0f);
       }
-      if (trial % 5 == 2) std::fill(logits.begin(), logits.end(), 0.25f);  // all tied
+      if (trial % 5 == 2) std::fill(logits.begin(), logits.end(), 0.25f);              // all tied
       if (trial % 5 == 3) logits[static_cast<size_t>(trial) % logits.size()] = 80.0f;  // one-hot
       std::vector<int32_t> want_e(static_cast<size_t>(shape.k)), got_e(want_e.size(), -7);
       std::vector<float> want_w(want_e.size()), got_w(want_e.size(), -1.0f);
       cpu::route_top_k(logits.data(), shape.n_expert, shape.k, want_e.data(), want_w.data());
       cuda::moe_route_top_k(logits.data(), shape.n_expert, shape.k, got_e.data(), got_w.data());
       for (size_t j = 0; j < want_e.size(); ++j) {
-        ASSERT_EQ(got_e[j], want_e[j]) << shape.n_expert << "/" << shape.k << " trial " << trial
-                                       << " pick " << j;
-        ASSERT_EQ(got_w[j], want_w[j]) << shape.n_expert << "/" << shape.k << " trial " << trial
-                                       << " pick " << j;
+        ASSERT_EQ(got_e[j], want_e[j])
+            << shape.n_expert << "/" << shape.k << " trial " << trial << " pick " << j;
+        ASSERT_EQ(got_w[j], want_w[j])
+            << shape.n_expert << "/" << shape.k << " trial " << trial << " pick " << j;
       }
     }
   }

@@ -12,6 +12,7 @@
 #include "backend/cpu/ops.h"
 #include "quant/dequantize.h"
 #include "quant/quantize.h"
+#include "support/cuda_skip.h"
 #if defined(BOLTRT_HAVE_CUDA)
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/gemma4_math.h"
@@ -23,14 +24,7 @@ namespace {
 
 class CudaOps : public ::testing::Test {
  protected:
-  void SetUp() override {
-#if !defined(BOLTRT_HAVE_CUDA)
-    GTEST_SKIP() << "built without CUDA (configure with -DBOLTRT_CUDA=ON)";
-#else
-    std::string why;
-    if (!cuda::probe_device(0, &why)) GTEST_SKIP() << "no usable CUDA device: " << why;
-#endif
-  }
+  void SetUp() override { BOLTRT_SKIP_WITHOUT_CUDA_DEVICE(); }
 };
 
 [[maybe_unused]] std::vector<float> random_vector(size_t n, uint32_t seed, float stddev = 1.0f) {

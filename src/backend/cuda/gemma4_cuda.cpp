@@ -110,6 +110,10 @@ std::string gemma4_unsupported_reason(const Gemma4Model& model) {
             x->expert_stride != x->first.row_stride * static_cast<size_t>(x->first.rows)) {
           return fmt::format("layer {}: expert matrices are not stored back to back", il);
         }
+        if (!x->scale.empty() && static_cast<int64_t>(x->scale.size()) != c.n_expert) {
+          return fmt::format("layer {}: {} expert scales for {} experts", il, x->scale.size(),
+                             c.n_expert);
+        }
       }
     }
     if (lc.head_dim % 64 != 0 || lc.head_dim > 512) {
@@ -454,10 +458,10 @@ Gemma4CudaSession::Gemma4CudaSession(std::shared_ptr<const Gemma4CudaModel> mode
   s.scratch = DeviceBuffer(total);
   auto* p = static_cast<uint8_t*>(s.scratch.data());
   float* selected = nullptr;
-  float** slots[] = {&s.h,         &s.a,        &s.o,          &s.q,        &s.kx,
-                     &s.vx,        &s.attn,     &s.gate,       &s.up,       &s.ple,
-                     &s.ple_tok,   &s.logits,   &s.partials,   &s.router,   &s.moe_weights,
-                     &s.moe_gate,  &s.moe_up,   &s.moe_y,      &s.moe_sum,  &selected};
+  float** slots[] = {&s.h,        &s.a,      &s.o,        &s.q,       &s.kx,
+                     &s.vx,       &s.attn,   &s.gate,     &s.up,      &s.ple,
+                     &s.ple_tok,  &s.logits, &s.partials, &s.router,  &s.moe_weights,
+                     &s.moe_gate, &s.moe_up, &s.moe_y,    &s.moe_sum, &selected};
   static_assert(std::size(slots) + 2 == std::size(floats));
   for (size_t i = 0; i < std::size(slots); ++i) {
     *slots[i] = reinterpret_cast<float*>(p);
@@ -662,13 +666,12 @@ void Gemma4CudaSession::enqueue_moe(int64_t il, int64_t n) {
                                   s.moe_weights, st),
         "moe route");
   // experts on pre_ffw_norm_2(h): gate, up [pairs][F] (x shared by a token's K slots)
-  check(kernels::launch_rms_norm(s.h, layer.pre_ffw_norm_2, n, D, eps, s.a, st),
-        "pre_ffw_norm_2");
+  check(kernels::launch_rms_norm(s.h, layer.pre_ffw_norm_2, n, D, eps, s.a, st), "pre_ffw_norm_2");
   auto experts = [&](const DeviceExperts& x, int64_t row0, int64_t rows, const float* in,
                      int in_pairs_per_row, float* out, const char* what) {
     check(kernels::launch_gemv_experts(static_cast<uint32_t>(x.type), x.rows_from(row0), rows,
-                                       x.cols, x.row_stride, x.expert_stride, s.moe_selected,
-                                       pairs, in, in_pairs_per_row, x.scale, out, st),
+                                       x.cols, x.row_stride, x.expert_stride, s.moe_selected, pairs,
+                                       in, in_pairs_per_row, x.scale, out, st),
           what);
   };
   if (layer.gate_up_exps.present()) {  // merged [E][2F][D]: gate rows first (no scales)
@@ -684,8 +687,7 @@ void Gemma4CudaSession::enqueue_moe(int64_t il, int64_t n) {
   check(kernels::launch_gelu_mul(s.moe_gate, s.moe_up, F, pairs, F, s.moe_gate, st),
         "expert geglu");
   experts(layer.down_exps, 0, D, s.moe_gate, 1, s.moe_y, "expert down");  // [pairs][D]
-  check(kernels::launch_moe_combine(s.moe_y, s.moe_weights, n, K, D, s.moe_sum, st),
-        "moe combine");
+  check(kernels::launch_moe_combine(s.moe_y, s.moe_weights, n, K, D, s.moe_sum, st), "moe combine");
   check(kernels::launch_rms_norm_add(s.moe_sum, layer.post_ffw_norm_2, n, D, eps, s.o, st),
         "post_ffw_norm_2");
 }
