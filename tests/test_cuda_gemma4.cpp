@@ -40,8 +40,9 @@ struct ModelCase {
   std::string preset;
   int64_t n_layer;  // 0: the preset's
   std::string type;
-  double tolerance;            // max |cuda - cpu| over max |cpu logit| per row
-  bool split_experts = false;  // MoE presets: ffn_gate_exps + ffn_up_exps instead of merged
+  double tolerance;              // max |cuda - cpu| over max |cpu logit| per row
+  bool split_experts = false;    // MoE presets: ffn_gate_exps + ffn_up_exps instead of merged
+  KvType kv_type = KvType::F16;  // both backends' caches (--kv-type)
 };
 
 std::string case_name(const ::testing::TestParamInfo<ModelCase>& info) {
@@ -120,6 +121,7 @@ TEST_P(CudaGemma4, LogitsMatchTheCpuBackend) {
     // which replay the decode graphs of two context buckets (<= 256 keys, <= 512 keys).
     so.n_ctx = 512;
     so.n_batch = 64;
+    so.kv_type = mc.kv_type;
     Gemma4Session cpu(*host, so, &pool);
     cuda::Gemma4CudaSession gpu(device, so);
     const int64_t V = host->config().n_vocab;
@@ -189,20 +191,25 @@ TEST_P(CudaGemma4, LogitsMatchTheCpuBackend) {
 
 INSTANTIATE_TEST_SUITE_P(
     Layouts, CudaGemma4,
-    ::testing::Values(ModelCase{"tiny_f32", "tiny", 0, "f32", 1e-2},
-                      ModelCase{"tiny_q8_0", "tiny", 0, "q8_0", 3e-2},
-                      ModelCase{"tiny_e2b_like_f16", "tiny-e2b-like", 0, "f16", 1e-2},
-                      ModelCase{"tiny_e2b_like_q4_k_m", "tiny-e2b-like", 0, "q4_k_m", 6e-2},
-                      ModelCase{"e4b_shape_q4_k_m", "e4b", 4, "q4_k_m", 6e-2},
-                      // Q5_0 has no GEMV kernel: those matrices go to the device as F16
-                      ModelCase{"tiny_q5_0_as_f16", "tiny", 0, "q5_0", 6e-2},
-                      // mixture of experts (§5.7): merged gate_up and split gate/up experts
-                      ModelCase{"tiny_moe_f32", "tiny-moe", 0, "f32", 1e-2},
-                      ModelCase{"tiny_moe_split_f32", "tiny-moe", 0, "f32", 1e-2, true},
-                      ModelCase{"tiny_moe_q4_k_m", "tiny-moe", 0, "q4_k_m", 6e-2},
-                      ModelCase{"tiny_moe_split_q8_0", "tiny-moe", 0, "q8_0", 3e-2, true},
-                      ModelCase{"tiny_moe_q5_0_as_f16", "tiny-moe", 0, "q5_0", 6e-2},
-                      ModelCase{"a26b_shape_q4_k_m", "26b-a4b", 2, "q4_k_m", 6e-2}),
+    ::testing::Values(
+        ModelCase{"tiny_f32", "tiny", 0, "f32", 1e-2},
+        ModelCase{"tiny_q8_0", "tiny", 0, "q8_0", 3e-2},
+        ModelCase{"tiny_e2b_like_f16", "tiny-e2b-like", 0, "f16", 1e-2},
+        ModelCase{"tiny_e2b_like_q4_k_m", "tiny-e2b-like", 0, "q4_k_m", 6e-2},
+        ModelCase{"e4b_shape_q4_k_m", "e4b", 4, "q4_k_m", 6e-2},
+        // Q5_0 has no GEMV kernel: those matrices go to the device as F16
+        ModelCase{"tiny_q5_0_as_f16", "tiny", 0, "q5_0", 6e-2},
+        // mixture of experts (§5.7): merged gate_up and split gate/up experts
+        ModelCase{"tiny_moe_f32", "tiny-moe", 0, "f32", 1e-2},
+        ModelCase{"tiny_moe_split_f32", "tiny-moe", 0, "f32", 1e-2, true},
+        ModelCase{"tiny_moe_q4_k_m", "tiny-moe", 0, "q4_k_m", 6e-2},
+        ModelCase{"tiny_moe_split_q8_0", "tiny-moe", 0, "q8_0", 3e-2, true},
+        ModelCase{"tiny_moe_q5_0_as_f16", "tiny-moe", 0, "q5_0", 6e-2},
+        ModelCase{"a26b_shape_q4_k_m", "26b-a4b", 2, "q4_k_m", 6e-2},
+        // Q8_0 KV cache: both backends store the same Q8_0 bytes
+        ModelCase{"tiny_f32_kv_q8_0", "tiny", 0, "f32", 1e-2, false, KvType::Q8_0},
+        ModelCase{"tiny_moe_split_q8_0_kv_q8_0", "tiny-moe", 0, "q8_0", 3e-2, true, KvType::Q8_0},
+        ModelCase{"e4b_shape_q4_k_m_kv_q8_0", "e4b", 4, "q4_k_m", 6e-2, false, KvType::Q8_0}),
     case_name);
 
 // Runs without a device: the 26B-A4B MoE layout (merged or split experts) is accepted.

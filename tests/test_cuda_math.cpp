@@ -16,6 +16,7 @@
 #include "quant/dequantize.h"
 #include "quant/fp16.h"
 #include "quant/ggml_type.h"
+#include "quant/quantize.h"
 
 namespace boltrt {
 namespace {
@@ -240,6 +241,34 @@ TEST(CudaMath, MoeRouteTopKIsTheCpuReference) {
             << shape.n_expert << "/" << shape.k << " trial " << trial << " pick " << j;
       }
     }
+  }
+}
+
+// The Q8_0 KV quantizer writes the CPU cache's bytes (quantize_row Q8_0) and q8_0_value reads
+// them back as dequantize_row does, also for all-zero blocks, rounding halves and extremes.
+TEST(CudaMath, Q8_0KvBlocksAreTheCpuCacheBytes) {
+  std::mt19937 rng(12);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  const int64_t n = 32 * 40;
+  std::vector<float> x(static_cast<size_t>(n));
+  for (float& v : x) v = normal(rng);
+  for (int j = 0; j < 32; ++j) x[static_cast<size_t>(32 + j)] = 0.0f;                  // zeros
+  for (int j = 0; j < 32; ++j) x[static_cast<size_t>(64 + j)] = (j - 16) * 0.5f;       // halves
+  for (int j = 0; j < 32; ++j) x[static_cast<size_t>(96 + j)] = j % 2 ? 6e4f : -6e4f;  // big
+  x[128] = 1e-30f;  // tiny (f16 scale flushes)
+  std::vector<uint8_t> want(row_size(GgmlType::Q8_0, n)), got(want.size(), 0xAB);
+  ASSERT_EQ(want.size(), static_cast<size_t>(cuda::q8_0_row_bytes(n)));
+  quantize_row(GgmlType::Q8_0, x.data(), want.data(), n);
+  for (int64_t b = 0; b < n / 32; ++b) {
+    cuda::quantize_q8_0_block(x.data() + b * 32, got.data() + b * cuda::kQ8_0Bytes);
+  }
+  ASSERT_EQ(got, want);
+  std::vector<float> deq(static_cast<size_t>(n));
+  dequantize_row(GgmlType::Q8_0, want.data(), deq.data(), n);
+  for (int64_t i = 0; i < n; ++i) {
+    ASSERT_EQ(cuda::q8_0_value(want.data() + (i / 32) * cuda::kQ8_0Bytes, static_cast<int>(i % 32)),
+              deq[static_cast<size_t>(i)])
+        << i;
   }
 }
 

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "backend/cpu/ops.h"
+#include "backend/cuda/gemma4_math.h"
 #include "gemm_quant.cuh"
 #include "gemv_quant.cuh"
 #include "gguf/gguf.h"
@@ -319,9 +320,11 @@ int Gemma4CudaModel::converted_tensors() const {
 
 struct Gemma4CudaSession::State {
   cudaStream_t stream = nullptr;
-  DeviceBuffer kv;              // K and V of every owning layer
-  std::vector<uint16_t*> k, v;  // per layer (shared layers point at their source)
-  std::vector<int64_t> cells;   // per layer: cells of the storage it reads
+  DeviceBuffer kv;  // K and V of every owning layer
+  // F16 values, or Q8_0 blocks (--kv-type q8_0: 34 bytes per 32 values, the CPU cache's bytes)
+  kernels::KvFormat kv_format = kernels::KvFormat::kF16;
+  std::vector<uint8_t*> k, v;  // per layer (shared layers point at their source)
+  std::vector<int64_t> cells;  // per layer: cells of the storage it reads
   DeviceBuffer scratch;
   float *h = nullptr, *a = nullptr, *o = nullptr, *q = nullptr, *kx = nullptr, *vx = nullptr;
   float *attn = nullptr, *gate = nullptr, *up = nullptr, *ple = nullptr, *ple_tok = nullptr;
@@ -369,14 +372,23 @@ Gemma4CudaSession::Gemma4CudaSession(std::shared_ptr<const Gemma4CudaModel> mode
     : model_(std::move(model)), state_(std::make_unique<State>()) {
   const Gemma4Model& host = model_->host();
   const Gemma4Config& c = host.config();
-  if (options.kv_type != KvType::F16) {
-    fail("the CUDA backend keeps its KV cache in f16; --kv-type {} is not supported",
+  if (options.kv_type != KvType::F16 && options.kv_type != KvType::Q8_0) {
+    fail("the CUDA backend keeps its KV cache in f16 or q8_0; --kv-type {} is not supported",
          kv_type_name(options.kv_type));
   }
   if (options.n_ctx <= 0) fail("context size {} must be > 0", options.n_ctx);
   n_ctx_ = c.n_ctx_train > 0 ? std::min(options.n_ctx, c.n_ctx_train) : options.n_ctx;
   n_batch_ = std::max<int64_t>(1, std::min({options.n_batch, kMaxBatch, n_ctx_}));
   State& s = *state_;
+  s.kv_format =
+      options.kv_type == KvType::Q8_0 ? kernels::KvFormat::kQ8_0 : kernels::KvFormat::kF16;
+  // bytes of one cell of a layer's K (or V) cache: rows of n_head_kv * head_dim values (a
+  // multiple of 64: whole Q8_0 blocks)
+  auto cell_bytes = [&](const Gemma4LayerConfig& lc) {
+    const int64_t row = lc.n_head_kv * lc.head_dim;
+    return static_cast<size_t>(s.kv_format == kernels::KvFormat::kQ8_0 ? q8_0_row_bytes(row)
+                                                                       : row * 2);
+  };
   check(cudaSetDevice(model_->device().index), "cudaSetDevice");
   check(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking), "cudaStreamCreate");
 
@@ -391,7 +403,7 @@ Gemma4CudaSession::Gemma4CudaSession(std::shared_ptr<const Gemma4CudaModel> mode
     if (lc.kv_source >= 0) continue;
     s.cells[il] = lc.sliding ? std::min(n_ctx_, c.n_swa - 1 + n_batch_) : n_ctx_;
     offset[il] = kv_bytes;
-    kv_bytes += 2 * align_up(static_cast<size_t>(s.cells[il] * lc.n_head_kv * lc.head_dim) * 2);
+    kv_bytes += 2 * align_up(static_cast<size_t>(s.cells[il]) * cell_bytes(lc));
   }
   try {
     s.kv = DeviceBuffer(kv_bytes);
@@ -409,9 +421,8 @@ Gemma4CudaSession::Gemma4CudaSession(std::shared_ptr<const Gemma4CudaModel> mode
       fail("layer {} shares the KV of layer {} whose layout differs", il, src);
     }
     auto* base = static_cast<uint8_t*>(s.kv.data()) + offset[src];
-    s.k[il] = reinterpret_cast<uint16_t*>(base);
-    s.v[il] = reinterpret_cast<uint16_t*>(
-        base + align_up(static_cast<size_t>(s.cells[src] * sc.n_head_kv * sc.head_dim) * 2));
+    s.k[il] = base;
+    s.v[il] = base + align_up(static_cast<size_t>(s.cells[src]) * cell_bytes(sc));
     s.cells[il] = s.cells[src];
   }
 
@@ -759,10 +770,19 @@ void Gemma4CudaSession::enqueue(int64_t n, int64_t pos0, int64_t logit_rows, boo
       check(kernels::launch_rope_neox(s.kx, n, Hkv, hd, lc.n_rot, pos0, theta_scale, freq_factors,
                                       st, dpos),
             "rope k");
-      check(kernels::launch_kv_store(s.kx, s.vx, n, Hkv * hd, pos0,
-                                     s.cells[static_cast<size_t>(il)], s.k[static_cast<size_t>(il)],
-                                     s.v[static_cast<size_t>(il)], st, dpos),
-            "kv store");
+      uint8_t* k_cache = s.k[static_cast<size_t>(il)];
+      uint8_t* v_cache = s.v[static_cast<size_t>(il)];
+      const int64_t cells = s.cells[static_cast<size_t>(il)];
+      if (s.kv_format == kernels::KvFormat::kQ8_0) {
+        check(kernels::launch_kv_store_q8_0(s.kx, s.vx, n, Hkv * hd, pos0, cells, k_cache, v_cache,
+                                            st, dpos),
+              "kv store");
+      } else {
+        check(kernels::launch_kv_store(s.kx, s.vx, n, Hkv * hd, pos0, cells,
+                                       reinterpret_cast<uint16_t*>(k_cache),
+                                       reinterpret_cast<uint16_t*>(v_cache), st, dpos),
+              "kv store");
+      }
     }
     // many queries: flash attention (K/V tiles shared by a block's queries); a few: the
     // split-KV decode kernel, which spreads one query's keys over many blocks
@@ -770,7 +790,7 @@ void Gemma4CudaSession::enqueue(int64_t n, int64_t pos0, int64_t logit_rows, boo
       check(kernels::launch_attention_prefill(
                 s.q, s.k[static_cast<size_t>(il)], s.v[static_cast<size_t>(il)], n, pos0,
                 s.cells[static_cast<size_t>(il)], H, Hkv, hd, lc.sliding ? c.n_swa : 0,
-                /*scale=*/1.0f, /*cap=*/0.0f, s.attn, st),
+                /*scale=*/1.0f, /*cap=*/0.0f, s.attn, st, s.kv_format),
             "prefill attention");
     } else {
       // split over the keys a query can see at most (split_keys: the graph's bucket)
@@ -779,7 +799,7 @@ void Gemma4CudaSession::enqueue(int64_t n, int64_t pos0, int64_t logit_rows, boo
       check(kernels::launch_attention_decode(
                 s.q, s.k[static_cast<size_t>(il)], s.v[static_cast<size_t>(il)], n, pos0,
                 s.cells[static_cast<size_t>(il)], H, Hkv, hd, lc.sliding ? c.n_swa : 0,
-                /*scale=*/1.0f, /*cap=*/0.0f, n_split, s.partials, s.attn, st, dpos),
+                /*scale=*/1.0f, /*cap=*/0.0f, n_split, s.partials, s.attn, st, dpos, s.kv_format),
             "attention");
     }
     linear(layer.o, s.attn, n, s.o, st, gemm);  // [n][D]

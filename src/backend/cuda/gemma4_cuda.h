@@ -1,6 +1,6 @@
 // Gemma 4 on a CUDA device: the weights of a loaded Gemma4Model copied to device memory once
 // (Gemma4CudaModel) and sequences decoding on them (Gemma4CudaSession, a LanguageModel with an
-// F16 KV cache in device memory). The forward pass mirrors Gemma4Model::forward
+// F16 or Q8_0 KV cache in device memory). The forward pass mirrors Gemma4Model::forward
 // (src/model/gemma4.cpp, shared/docs/gemma4.md §5) op by op with the kernels of kernels/; the
 // CPU forward pass stays the reference (test_cuda_gemma4 compares logits). Prompts and verify
 // batches run in chunks through the tensor-core GEMM and flash attention; single-token decode

@@ -137,4 +137,35 @@ BOLTRT_HD inline void moe_route_top_k(const float* logits, int n_expert, int k, 
   for (int j = 0; j < k; ++j) weights[j] /= total;
 }
 
+// Q8_0 KV cache blocks (--kv-type q8_0): 32 values as an f16 scale d (little-endian, bytes 0-1)
+// and 32 int8 q (bytes 2-33), value = d * q. The quantizer is the CPU cache's (quantize_row
+// Q8_0: d = amax / 127 rounded to f16, q = round(x / d) with the f32 reciprocal of the unrounded
+// d, halves away from zero), so a CUDA cache holds the CPU cache's bytes (test_cuda_math).
+inline constexpr int kQ8_0Values = 32;
+inline constexpr int kQ8_0Bytes = 34;
+BOLTRT_HD inline void quantize_q8_0_block(const float* x, uint8_t* out) {
+  float amax = 0.0f;
+  for (int j = 0; j < kQ8_0Values; ++j) {
+    const float a = fabsf(x[j]);
+    amax = amax < a ? a : amax;
+  }
+  const float d = amax / 127.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  const uint16_t h = fp32_to_fp16(d);
+  out[0] = static_cast<uint8_t>(h & 0xff);
+  out[1] = static_cast<uint8_t>(h >> 8);
+  for (int j = 0; j < kQ8_0Values; ++j) {
+    out[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(static_cast<int>(roundf(x[j] * id))));
+  }
+}
+// Value i (< 32) of a Q8_0 block.
+BOLTRT_HD inline float q8_0_value(const uint8_t* block, int i) {
+  const uint16_t h = static_cast<uint16_t>(block[0] | (block[1] << 8));
+  return fp16_to_fp32(h) * static_cast<float>(static_cast<int8_t>(block[2 + i]));
+}
+// Bytes of a Q8_0 KV row of n values (n a multiple of 32).
+BOLTRT_HD inline int64_t q8_0_row_bytes(int64_t n) {
+  return n / kQ8_0Values * kQ8_0Bytes;
+}
+
 }  // namespace boltrt::cuda
