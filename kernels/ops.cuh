@@ -113,4 +113,9 @@ cudaError_t launch_moe_route(const float* logits, int64_t n_tokens, int n_expert
 cudaError_t launch_moe_combine(const float* y, const float* weights, int64_t n_tokens, int k,
                                int64_t n, float* out, cudaStream_t stream);
 
+// convert_activations.cu: out[i] = x[i] rounded to f16 (bf16 when `bf16`), nearest even, for
+// i < n (the activations of a cuBLAS GEMM over F16/BF16 weights).
+cudaError_t launch_convert_activations(const float* x, int64_t n, bool bf16, uint16_t* out,
+                                       cudaStream_t stream);
+
 }  // namespace boltrt::kernels

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "backend/cpu/ops.h"
+#include "backend/cuda/cublas_linear.h"
 #include "backend/cuda/gemma4_math.h"
 #include "gemm_quant.cuh"
 #include "gemv_quant.cuh"
@@ -353,6 +354,10 @@ struct Gemma4CudaSession::State {
   // BOLTRT_CUDA_GEMM=0: batches through the GEMV and decode attention kernels only (A/B runs,
   // a fallback should the tensor-core path misbehave on a new device)
   bool use_prefill_kernels = true;
+  // cuBLAS for F16/BF16 matrices in batches (BOLTRT_CUDA_CUBLAS=0: the tensor-core GEMM of
+  // kernels/ for them too); blas_scratch holds the batch's activations as f16/bf16
+  std::unique_ptr<CublasLinear> cublas;
+  void* blas_scratch = nullptr;
   int64_t* pos = nullptr;       // device: the position of the single token
   int64_t* host_pos = nullptr;  // pinned staging for it
   std::map<int64_t, cudaGraphExec_t> graphs;
@@ -363,6 +368,7 @@ struct Gemma4CudaSession::State {
   }
   ~State() {
     drop_graphs();
+    cublas.reset();  // its handle is bound to the stream
     if (stream) cudaStreamDestroy(stream);
   }
 };
@@ -442,43 +448,29 @@ Gemma4CudaSession::Gemma4CudaSession(std::shared_ptr<const Gemma4CudaModel> mode
   // split-KV partial states: attention_split_count keeps tokens * heads * splits <= 512
   s.partial_floats = static_cast<size_t>(512 * (max_hd + 2));
   s.logit_rows = 1;
-  const int64_t floats[] = {B * D,
-                            B * D,
-                            B * D,
-                            B * q_width,
-                            B * kv_width,
-                            B * kv_width,
-                            B * q_width,
-                            B * ff,
-                            B * ff,
-                            B * LP,
-                            B * LP,
-                            s.logit_rows * c.n_vocab,
-                            static_cast<int64_t>(s.partial_floats),
-                            B * E,
-                            B * K,
-                            B * K * F,
-                            B * K * F,
-                            B * K * D,
-                            B * D,
+  const int64_t floats[] = {B * D, B * D, B * D, B * q_width, B * kv_width, B * kv_width,
+                            B * q_width, B * ff, B * ff, B * LP, B * LP, s.logit_rows * c.n_vocab,
+                            static_cast<int64_t>(s.partial_floats), B * E, B * K, B * K * F,
+                            B * K * F, B * K * D, B * D,
                             B * K,  // int32 expert indices
-                            B,
-                            2};
+                            // cuBLAS activations: B rows of the widest matrix input, as halves
+                            (B * std::max({D, q_width, ff}) + 1) / 2, B, 2};
   size_t total = 0;
   for (int64_t f : floats) total += align_up(static_cast<size_t>(f) * 4);
   s.scratch = DeviceBuffer(total);
   auto* p = static_cast<uint8_t*>(s.scratch.data());
-  float* selected = nullptr;
-  float** slots[] = {&s.h,        &s.a,      &s.o,        &s.q,       &s.kx,
-                     &s.vx,       &s.attn,   &s.gate,     &s.up,      &s.ple,
-                     &s.ple_tok,  &s.logits, &s.partials, &s.router,  &s.moe_weights,
-                     &s.moe_gate, &s.moe_up, &s.moe_y,    &s.moe_sum, &selected};
+  float *selected = nullptr, *blas_scratch = nullptr;
+  float** slots[] = {&s.h,        &s.a,      &s.o,           &s.q,        &s.kx,      &s.vx,
+                     &s.attn,     &s.gate,   &s.up,          &s.ple,      &s.ple_tok, &s.logits,
+                     &s.partials, &s.router, &s.moe_weights, &s.moe_gate, &s.moe_up,  &s.moe_y,
+                     &s.moe_sum,  &selected, &blas_scratch};
   static_assert(std::size(slots) + 2 == std::size(floats));
   for (size_t i = 0; i < std::size(slots); ++i) {
     *slots[i] = reinterpret_cast<float*>(p);
     p += align_up(static_cast<size_t>(floats[i]) * 4);
   }
   s.moe_selected = reinterpret_cast<int32_t*>(selected);
+  s.blas_scratch = blas_scratch;
   s.tokens = reinterpret_cast<int32_t*>(p);
   p += align_up(static_cast<size_t>(B) * 4);
   s.pos = reinterpret_cast<int64_t*>(p);
@@ -500,6 +492,9 @@ Gemma4CudaSession::Gemma4CudaSession(std::shared_ptr<const Gemma4CudaModel> mode
   }
   if (const char* env = std::getenv("BOLTRT_CUDA_GEMM"); env && std::string(env) == "0") {
     s.use_prefill_kernels = false;
+  }
+  if (const char* env = std::getenv("BOLTRT_CUDA_CUBLAS"); !env || std::string(env) != "0") {
+    s.cublas = std::make_unique<CublasLinear>();
   }
 }
 
@@ -564,11 +559,26 @@ std::span<const float> Gemma4CudaSession::decode(std::span<const int32_t> tokens
 
 namespace {
 
-// y[n][rows] = x[n][cols] W^T: the tensor-core GEMM for prefill chunks and verify batches
-// (n >= kGemmMinBatch, unless gemm is false), else GEMV batches of up to kGemvMaxBatch rows.
+// How batches of n >= kGemmMinBatch rows multiply: on (else GEMV batches), and the cuBLAS
+// GEMM for F16/BF16 matrices when blas is set (its activation scratch: B * max cols halves).
+struct GemmPath {
+  bool on = true;
+  CublasLinear* blas = nullptr;
+  void* blas_scratch = nullptr;
+};
+
+// y[n][rows] = x[n][cols] W^T: for prefill chunks and verify batches (n >= kGemmMinBatch,
+// unless gemm.on is false) cuBLAS for F16/BF16 matrices, the tensor-core GEMM of
+// kernels/gemm_quant_mma.cu for the block formats; else GEMV batches of up to kGemvMaxBatch rows.
 void linear(const DeviceMatrix& m, const float* x, int64_t n, float* y, cudaStream_t stream,
-            bool gemm) {
-  if (gemm && n >= kernels::kGemmMinBatch) {
+            const GemmPath& gemm) {
+  if (gemm.on && n >= kernels::kGemmMinBatch && gemm.blas && CublasLinear::supports(m.type)) {
+    gemm.blas->run(m.type, m.data, m.rows, m.cols, m.row_stride, x, n, y, gemm.blas_scratch,
+                   stream);
+    if (m.scale != 1.0f) check(kernels::launch_scale(y, n * m.rows, m.scale, stream), "scale");
+    return;
+  }
+  if (gemm.on && n >= kernels::kGemmMinBatch) {
     check(kernels::launch_gemm_quant(static_cast<uint32_t>(m.type), m.data, m.rows, m.cols,
                                      m.row_stride, x, n, y, stream),
           "gemm");
@@ -672,7 +682,7 @@ void Gemma4CudaSession::enqueue_moe(int64_t il, int64_t n) {
   check(kernels::launch_rms_norm(s.h, layer.router_scale, n, D, eps, s.a, st), "router norm");
   check(kernels::launch_scale(s.a, n * D, 1.0f / std::sqrt(static_cast<float>(D)), st),
         "router scale");
-  linear(layer.router, s.a, n, s.router, st, /*gemm=*/false);
+  linear(layer.router, s.a, n, s.router, st, GemmPath{/*on=*/false});
   check(kernels::launch_moe_route(s.router, n, static_cast<int>(E), K, s.moe_selected,
                                   s.moe_weights, st),
         "moe route");
@@ -712,7 +722,8 @@ void Gemma4CudaSession::enqueue(int64_t n, int64_t pos0, int64_t logit_rows, boo
   cudaStream_t st = s.stream;
   const int64_t D = c.n_embd, L = c.n_layer, P = c.n_embd_per_layer, V = c.n_vocab;
   const float eps = c.rms_eps;
-  const bool gemm = s.use_prefill_kernels;  // tensor-core GEMM for batches (see linear)
+  // GEMMs for batches (see linear)
+  const GemmPath gemm{s.use_prefill_kernels, s.cublas.get(), s.blas_scratch};
   // device_pos: kernels read the position from s.pos (a graph replays for any position)
   const int64_t* dpos = nullptr;
   if (device_pos) {
@@ -786,7 +797,7 @@ void Gemma4CudaSession::enqueue(int64_t n, int64_t pos0, int64_t logit_rows, boo
     }
     // many queries: flash attention (K/V tiles shared by a block's queries); a few: the
     // split-KV decode kernel, which spreads one query's keys over many blocks
-    if (n >= kernels::kGemmMinBatch && gemm && !device_pos) {
+    if (n >= kernels::kGemmMinBatch && gemm.on && !device_pos) {
       check(kernels::launch_attention_prefill(
                 s.q, s.k[static_cast<size_t>(il)], s.v[static_cast<size_t>(il)], n, pos0,
                 s.cells[static_cast<size_t>(il)], H, Hkv, hd, lc.sliding ? c.n_swa : 0,
