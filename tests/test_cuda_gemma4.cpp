@@ -195,6 +195,8 @@ INSTANTIATE_TEST_SUITE_P(
         ModelCase{"tiny_f32", "tiny", 0, "f32", 1e-2},
         ModelCase{"tiny_q8_0", "tiny", 0, "q8_0", 3e-2},
         ModelCase{"tiny_e2b_like_f16", "tiny-e2b-like", 0, "f16", 1e-2},
+        // BF16 matrices: cuBLAS in the prefill batches (bf16 activations)
+        ModelCase{"tiny_bf16", "tiny", 0, "bf16", 3e-2},
         ModelCase{"tiny_e2b_like_q4_k_m", "tiny-e2b-like", 0, "q4_k_m", 6e-2},
         ModelCase{"e4b_shape_q4_k_m", "e4b", 4, "q4_k_m", 6e-2},
         // Q5_0 has no GEMV kernel: those matrices go to the device as F16
