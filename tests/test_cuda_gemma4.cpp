@@ -28,6 +28,7 @@
 #include "runtime/thread_pool.h"
 #include "support/cuda_skip.h"
 #include "support/paths.h"
+#include "util/error.h"
 #if defined(BOLTRT_HAVE_CUDA)
 #include "backend/cuda/gemma4_cuda.h"
 #endif
@@ -124,6 +125,9 @@ TEST_P(CudaGemma4, LogitsMatchTheCpuBackend) {
     so.kv_type = mc.kv_type;
     Gemma4Session cpu(*host, so, &pool);
     cuda::Gemma4CudaSession gpu(device, so);
+    // the device-free memory plan is what was allocated
+    EXPECT_EQ(device->weight_bytes(), cuda::gemma4_cuda_weight_bytes(*host));
+    EXPECT_EQ(gpu.device_bytes(), cuda::gemma4_cuda_session_memory(*host, so).total());
     const int64_t V = host->config().n_vocab;
 
     std::mt19937 rng(5);
@@ -213,6 +217,59 @@ INSTANTIATE_TEST_SUITE_P(
         ModelCase{"tiny_moe_split_q8_0_kv_q8_0", "tiny-moe", 0, "q8_0", 3e-2, true, KvType::Q8_0},
         ModelCase{"e4b_shape_q4_k_m_kv_q8_0", "e4b", 4, "q4_k_m", 6e-2, false, KvType::Q8_0}),
     case_name);
+
+// Runs without a device: the session's device memory from the layout alone. The KV cache is
+// 2 (K, V) x cells x row bytes per owning layer (cells: n_ctx, or the window ring of window - 1
+// + n_batch), each 256-aligned; Q8_0 rows take 34 bytes per 32 values instead of 64.
+TEST(CudaGemma4Layouts, SessionMemoryFromTheLayoutAlone) {
+#if !defined(BOLTRT_HAVE_CUDA)
+  GTEST_SKIP() << "built without CUDA (configure with -DBOLTRT_CUDA=ON)";
+#else
+  const std::string dir = test::scratch_dir("cuda_gemma4_memory");
+  const std::string path = dir + "/tiny.gguf";
+  model::write_gemma4_synth(model::gemma4_preset("tiny"), {}, path);
+  auto host = Gemma4Model::load(path);
+  const Gemma4Config& c = host->config();
+  auto align = [](size_t n) { return (n + 255) / 256 * 256; };
+  for (KvType kv : {KvType::F16, KvType::Q8_0}) {
+    for (int64_t n_ctx : {int64_t{100}, int64_t{512}, int64_t{4096}}) {
+      SessionOptions so;
+      so.n_ctx = n_ctx;
+      so.n_batch = 64;
+      so.kv_type = kv;
+      const int64_t ctx = c.n_ctx_train > 0 ? std::min(n_ctx, c.n_ctx_train) : n_ctx;
+      size_t want = 0;
+      int owners = 0;
+      for (const Gemma4LayerConfig& lc : c.layers) {
+        if (lc.kv_source >= 0) continue;
+        ++owners;
+        const int64_t cells = lc.sliding ? std::min(ctx, c.n_swa - 1 + 64) : ctx;
+        const int64_t row = lc.n_head_kv * lc.head_dim;
+        const size_t row_bytes =
+            kv == KvType::Q8_0 ? static_cast<size_t>(row / 32 * 34) : static_cast<size_t>(row * 2);
+        want += 2 * align(static_cast<size_t>(cells) * row_bytes);
+      }
+      ASSERT_GT(owners, 0);
+      const cuda::SessionMemory m = cuda::gemma4_cuda_session_memory(*host, so);
+      EXPECT_EQ(m.kv_bytes, want) << kv_type_name(kv) << " n_ctx " << n_ctx;
+      EXPECT_GT(m.scratch_bytes, static_cast<size_t>(64 * c.n_embd * 4));
+      EXPECT_EQ(m.total(), m.kv_bytes + m.scratch_bytes);
+    }
+  }
+  SessionOptions f32_kv;
+  f32_kv.kv_type = KvType::F32;
+  EXPECT_THROW(cuda::gemma4_cuda_session_memory(*host, f32_kv), Error);
+  EXPECT_GT(cuda::gemma4_cuda_weight_bytes(*host), static_cast<size_t>(c.n_vocab * c.n_embd));
+
+  EXPECT_EQ(cuda::device_memory_shortfall("the weights", 100, 100, 1000), "");
+  const std::string why = cuda::device_memory_shortfall("the weights", size_t{3} << 30,
+                                                        size_t{1} << 30, size_t{8} << 30);
+  EXPECT_EQ(why,
+            "out of device memory: the weights need 3072.0 MiB, 1024.0 MiB of 8192.0 MiB free "
+            "(short by 2048.0 MiB)");
+  std::filesystem::remove_all(dir);
+#endif
+}
 
 // Runs without a device: the 26B-A4B MoE layout (merged or split experts) is accepted.
 TEST(CudaGemma4Layouts, MixtureOfExpertsIsSupported) {

@@ -37,6 +37,10 @@ size_t align_up(size_t n) {
   return (n + kAlign - 1) / kAlign * kAlign;
 }
 
+std::string mib(size_t bytes) {
+  return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / kMiB);
+}
+
 // A weight matrix in device memory: y[n][rows] = x[n][cols] W^T (times scale).
 struct DeviceMatrix {
   GgmlType type = GgmlType::F32;
@@ -235,21 +239,14 @@ class Uploader {
 
 }  // namespace
 
-Gemma4CudaModel::Gemma4CudaModel(const Gemma4Model& model, int device_index)
-    : host_(model), weights_(std::make_unique<Weights>()) {
-  std::string why;
-  auto info = probe_device(device_index, &why);
-  if (!info) fail("no usable CUDA device: {}", why);
-  device_ = *info;
-  if (std::string reason = gemma4_unsupported_reason(model); !reason.empty()) {
-    fail("{}: cannot run on CUDA: {}", model.file().path(), reason);
-  }
+namespace {
+
+// Hands every tensor of `model` to the uploader, pointers into `w`.
+void collect_weights(const Gemma4Model& model, Gemma4CudaModel::Weights& w, Uploader& up) {
   const Gemma4Config& c = model.config();
-  Weights& w = *weights_;
   // The pointers handed to the uploader are filled by upload(), so they must not move: size
   // the layer vector first.
   w.layers.resize(static_cast<size_t>(c.n_layer));
-  Uploader up;
   up.matrix(model.token_embd(), 1.0f, &w.token_embd);
   up.matrix(model.output().w, model.output().scale, &w.output);
   up.vector(model.output_norm(), &w.output_norm);
@@ -260,7 +257,7 @@ Gemma4CudaModel::Gemma4CudaModel(const Gemma4Model& model, int device_index)
   }
   for (int64_t il = 0; il < c.n_layer; ++il) {
     const Gemma4Layer& h = model.layer(il);
-    Weights::Layer& d = w.layers[static_cast<size_t>(il)];
+    Gemma4CudaModel::Weights::Layer& d = w.layers[static_cast<size_t>(il)];
     up.vector(h.attn_norm, &d.attn_norm);
     up.matrix(h.attn_q.w, h.attn_q.scale, &d.q);
     up.vector(h.attn_q_norm, &d.q_norm);
@@ -295,6 +292,39 @@ Gemma4CudaModel::Gemma4CudaModel(const Gemma4Model& model, int device_index)
     }
     d.output_scale = h.output_scale;
   }
+}
+
+}  // namespace
+
+size_t gemma4_cuda_weight_bytes(const Gemma4Model& model) {
+  Gemma4CudaModel::Weights w;
+  Uploader up;
+  collect_weights(model, w, up);
+  return up.total();
+}
+
+Gemma4CudaModel::Gemma4CudaModel(const Gemma4Model& model, int device_index)
+    : host_(model), weights_(std::make_unique<Weights>()) {
+  std::string why;
+  auto info = probe_device(device_index, &why);
+  if (!info) fail("no usable CUDA device: {}", why);
+  device_ = *info;
+  if (std::string reason = gemma4_unsupported_reason(model); !reason.empty()) {
+    fail("{}: cannot run on CUDA: {}", model.file().path(), reason);
+  }
+  Weights& w = *weights_;
+  Uploader up;
+  collect_weights(model, w, up);
+  {  // one clear error before allocating when the weights cannot fit
+    size_t free_bytes = 0, total_bytes = 0;
+    check(cudaSetDevice(device_.index), "cudaSetDevice");
+    check(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
+    if (std::string why =
+            device_memory_shortfall("the weights", up.total(), free_bytes, total_bytes);
+        !why.empty()) {
+      fail("{}: {}", model.file().path(), why);
+    }
+  }
   try {
     up.upload(w.arena);
   } catch (const Error& e) {
@@ -304,6 +334,7 @@ Gemma4CudaModel::Gemma4CudaModel(const Gemma4Model& model, int device_index)
   // cudaMemcpy from pageable memory may return before its DMA has landed, and sessions run on
   // non-blocking streams that do not wait for the legacy stream: finish the uploads here.
   check(cudaDeviceSynchronize(), "weight upload");
+  check(cudaMemGetInfo(&free_after_load_, &total_bytes_), "cudaMemGetInfo");
   w.bytes = up.total();
   w.converted = up.converted();
 }
@@ -373,52 +404,57 @@ struct Gemma4CudaSession::State {
   }
 };
 
-Gemma4CudaSession::Gemma4CudaSession(std::shared_ptr<const Gemma4CudaModel> model,
-                                     const SessionOptions& options)
-    : model_(std::move(model)), state_(std::make_unique<State>()) {
-  const Gemma4Model& host = model_->host();
+namespace {
+
+// A session's device memory, computed from the model alone (no device): the constructor
+// allocates exactly this, gemma4_cuda_session_memory reports it, and the out-of-memory check
+// compares it with the free memory before allocating.
+struct SessionPlan {
+  int64_t n_ctx = 0, n_batch = 0;
+  kernels::KvFormat kv_format = kernels::KvFormat::kF16;
+  std::vector<int64_t> cells;     // per layer: cells of the storage it reads
+  std::vector<size_t> kv_offset;  // per owning layer: its K at the offset, V after it
+  std::vector<size_t> v_offset;   // per owning layer: V relative to K
+  size_t kv_bytes = 0;
+  size_t partial_floats = 0;
+  std::vector<int64_t> floats;  // scratch slots, in State's order (see the constructor)
+  size_t scratch_bytes = 0;
+};
+
+SessionPlan plan_session(const Gemma4Model& host, const SessionOptions& options) {
   const Gemma4Config& c = host.config();
   if (options.kv_type != KvType::F16 && options.kv_type != KvType::Q8_0) {
     fail("the CUDA backend keeps its KV cache in f16 or q8_0; --kv-type {} is not supported",
          kv_type_name(options.kv_type));
   }
   if (options.n_ctx <= 0) fail("context size {} must be > 0", options.n_ctx);
-  n_ctx_ = c.n_ctx_train > 0 ? std::min(options.n_ctx, c.n_ctx_train) : options.n_ctx;
-  n_batch_ = std::max<int64_t>(1, std::min({options.n_batch, kMaxBatch, n_ctx_}));
-  State& s = *state_;
-  s.kv_format =
+  SessionPlan plan;
+  plan.n_ctx = c.n_ctx_train > 0 ? std::min(options.n_ctx, c.n_ctx_train) : options.n_ctx;
+  plan.n_batch =
+      std::max<int64_t>(1, std::min({options.n_batch, Gemma4CudaSession::kMaxBatch, plan.n_ctx}));
+  plan.kv_format =
       options.kv_type == KvType::Q8_0 ? kernels::KvFormat::kQ8_0 : kernels::KvFormat::kF16;
   // bytes of one cell of a layer's K (or V) cache: rows of n_head_kv * head_dim values (a
   // multiple of 64: whole Q8_0 blocks)
   auto cell_bytes = [&](const Gemma4LayerConfig& lc) {
     const int64_t row = lc.n_head_kv * lc.head_dim;
-    return static_cast<size_t>(s.kv_format == kernels::KvFormat::kQ8_0 ? q8_0_row_bytes(row)
-                                                                       : row * 2);
+    return static_cast<size_t>(plan.kv_format == kernels::KvFormat::kQ8_0 ? q8_0_row_bytes(row)
+                                                                          : row * 2);
   };
-  check(cudaSetDevice(model_->device().index), "cudaSetDevice");
-  check(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking), "cudaStreamCreate");
-
   // KV cache: full layers keep n_ctx cells, window layers a ring of window - 1 + n_batch
   // (the window of the oldest query of a micro-batch plus the micro-batch), like KvCache.
   const size_t L = static_cast<size_t>(c.n_layer);
-  std::vector<size_t> offset(L, 0);
-  size_t kv_bytes = 0;
-  s.cells.assign(L, 0);
+  plan.cells.assign(L, 0);
+  plan.kv_offset.assign(L, 0);
+  plan.v_offset.assign(L, 0);
   for (size_t il = 0; il < L; ++il) {
     const Gemma4LayerConfig& lc = c.layers[il];
     if (lc.kv_source >= 0) continue;
-    s.cells[il] = lc.sliding ? std::min(n_ctx_, c.n_swa - 1 + n_batch_) : n_ctx_;
-    offset[il] = kv_bytes;
-    kv_bytes += 2 * align_up(static_cast<size_t>(s.cells[il]) * cell_bytes(lc));
+    plan.cells[il] = lc.sliding ? std::min(plan.n_ctx, c.n_swa - 1 + plan.n_batch) : plan.n_ctx;
+    plan.kv_offset[il] = plan.kv_bytes;
+    plan.v_offset[il] = align_up(static_cast<size_t>(plan.cells[il]) * cell_bytes(lc));
+    plan.kv_bytes += 2 * plan.v_offset[il];
   }
-  try {
-    s.kv = DeviceBuffer(kv_bytes);
-  } catch (const Error& e) {
-    fail("the KV cache for {} tokens needs {:.1f} MiB of device memory: {}", n_ctx_,
-         static_cast<double>(kv_bytes) / kMiB, e.what());
-  }
-  s.k.assign(L, nullptr);
-  s.v.assign(L, nullptr);
   for (size_t il = 0; il < L; ++il) {
     const Gemma4LayerConfig& lc = c.layers[il];
     const size_t src = lc.kv_source >= 0 ? static_cast<size_t>(lc.kv_source) : il;
@@ -426,14 +462,11 @@ Gemma4CudaSession::Gemma4CudaSession(std::shared_ptr<const Gemma4CudaModel> mode
     if (sc.kv_source >= 0 || sc.n_head_kv != lc.n_head_kv || sc.head_dim != lc.head_dim) {
       fail("layer {} shares the KV of layer {} whose layout differs", il, src);
     }
-    auto* base = static_cast<uint8_t*>(s.kv.data()) + offset[src];
-    s.k[il] = base;
-    s.v[il] = base + align_up(static_cast<size_t>(s.cells[src]) * cell_bytes(sc));
-    s.cells[il] = s.cells[src];
+    plan.cells[il] = plan.cells[src];
   }
 
   // scratch for n_batch tokens
-  const int64_t B = n_batch_, D = c.n_embd, P = c.n_embd_per_layer, LP = c.n_layer * P;
+  const int64_t B = plan.n_batch, D = c.n_embd, P = c.n_embd_per_layer, LP = c.n_layer * P;
   int64_t q_width = 0, kv_width = 0, ff = 0, max_hd = 0;
   for (const Gemma4LayerConfig& lc : c.layers) {
     q_width = std::max(q_width, lc.n_head * lc.head_dim);
@@ -446,25 +479,92 @@ Gemma4CudaSession::Gemma4CudaSession(std::shared_ptr<const Gemma4CudaModel> mode
   const int64_t E = any_moe ? c.n_expert : 0, K = any_moe ? c.n_expert_used : 0;
   const int64_t F = any_moe ? c.n_ff_exp : 0;
   // split-KV partial states: attention_split_count keeps tokens * heads * splits <= 512
-  s.partial_floats = static_cast<size_t>(512 * (max_hd + 2));
+  plan.partial_floats = static_cast<size_t>(512 * (max_hd + 2));
+  const int64_t logit_rows = 1;  // grown on demand by all_logits calls
+  plan.floats = {B * D, B * D, B * D, B * q_width, B * kv_width, B * kv_width, B * q_width, B * ff,
+                 B * ff, B * LP, B * LP, logit_rows * c.n_vocab,
+                 static_cast<int64_t>(plan.partial_floats), B * E, B * K, B * K * F, B * K * F,
+                 B * K * D, B * D,
+                 B * K,  // int32 expert indices
+                 // cuBLAS activations: B rows of the widest matrix input, as halves
+                 (B * std::max({D, q_width, ff}) + 1) / 2,
+                 B,   // int32 tokens
+                 2};  // int64 position
+  for (int64_t f : plan.floats) plan.scratch_bytes += align_up(static_cast<size_t>(f) * 4);
+  return plan;
+}
+
+}  // namespace
+
+std::string device_memory_shortfall(const std::string& what, size_t need, size_t free_bytes,
+                                    size_t total_bytes) {
+  if (need <= free_bytes) return "";
+  return fmt::format("out of device memory: {} need {}, {} of {} free (short by {})", what,
+                     mib(need), mib(free_bytes), mib(total_bytes), mib(need - free_bytes));
+}
+
+SessionMemory gemma4_cuda_session_memory(const Gemma4Model& model, const SessionOptions& options) {
+  const SessionPlan plan = plan_session(model, options);
+  return {plan.kv_bytes, plan.scratch_bytes};
+}
+
+Gemma4CudaSession::Gemma4CudaSession(std::shared_ptr<const Gemma4CudaModel> model,
+                                     const SessionOptions& options)
+    : model_(std::move(model)), state_(std::make_unique<State>()) {
+  const Gemma4Model& host = model_->host();
+  const Gemma4Config& c = host.config();
+  const SessionPlan plan = plan_session(host, options);
+  n_ctx_ = plan.n_ctx;
+  n_batch_ = plan.n_batch;
+  State& s = *state_;
+  s.kv_format = plan.kv_format;
+  check(cudaSetDevice(model_->device().index), "cudaSetDevice");
+  {  // one clear error before allocating anything when the session cannot fit
+    size_t free_bytes = 0, total_bytes = 0;
+    check(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
+    const std::string what = fmt::format(
+        "the KV cache for {} tokens ({}, {}) and {} of scratch for batches of {}", n_ctx_,
+        kv_type_name(options.kv_type), mib(plan.kv_bytes), mib(plan.scratch_bytes), n_batch_);
+    if (std::string why = device_memory_shortfall(what, plan.kv_bytes + plan.scratch_bytes,
+                                                  free_bytes, total_bytes);
+        !why.empty()) {
+      fail("{} (the weights hold {}; try a smaller --ctx-size{})", why, mib(model_->weight_bytes()),
+           options.kv_type == KvType::F16 ? " or --kv-type q8_0" : "");
+    }
+  }
+  check(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking), "cudaStreamCreate");
+
+  const size_t L = static_cast<size_t>(c.n_layer);
+  try {
+    s.kv = DeviceBuffer(plan.kv_bytes);
+  } catch (const Error& e) {
+    fail("the KV cache for {} tokens needs {} of device memory: {}", n_ctx_, mib(plan.kv_bytes),
+         e.what());
+  }
+  s.cells = plan.cells;
+  s.k.assign(L, nullptr);
+  s.v.assign(L, nullptr);
+  for (size_t il = 0; il < L; ++il) {
+    const Gemma4LayerConfig& lc = c.layers[il];
+    const size_t src = lc.kv_source >= 0 ? static_cast<size_t>(lc.kv_source) : il;
+    auto* base = static_cast<uint8_t*>(s.kv.data()) + plan.kv_offset[src];
+    s.k[il] = base;
+    s.v[il] = base + plan.v_offset[src];
+  }
+
+  // scratch for n_batch tokens
+  const int64_t B = n_batch_, P = c.n_embd_per_layer, LP = c.n_layer * P;
+  s.partial_floats = plan.partial_floats;
   s.logit_rows = 1;
-  const int64_t floats[] = {B * D, B * D, B * D, B * q_width, B * kv_width, B * kv_width,
-                            B * q_width, B * ff, B * ff, B * LP, B * LP, s.logit_rows * c.n_vocab,
-                            static_cast<int64_t>(s.partial_floats), B * E, B * K, B * K * F,
-                            B * K * F, B * K * D, B * D,
-                            B * K,  // int32 expert indices
-                            // cuBLAS activations: B rows of the widest matrix input, as halves
-                            (B * std::max({D, q_width, ff}) + 1) / 2, B, 2};
-  size_t total = 0;
-  for (int64_t f : floats) total += align_up(static_cast<size_t>(f) * 4);
-  s.scratch = DeviceBuffer(total);
+  const std::vector<int64_t>& floats = plan.floats;
+  s.scratch = DeviceBuffer(plan.scratch_bytes);
   auto* p = static_cast<uint8_t*>(s.scratch.data());
   float *selected = nullptr, *blas_scratch = nullptr;
   float** slots[] = {&s.h,        &s.a,      &s.o,           &s.q,        &s.kx,      &s.vx,
                      &s.attn,     &s.gate,   &s.up,          &s.ple,      &s.ple_tok, &s.logits,
                      &s.partials, &s.router, &s.moe_weights, &s.moe_gate, &s.moe_up,  &s.moe_y,
                      &s.moe_sum,  &selected, &blas_scratch};
-  static_assert(std::size(slots) + 2 == std::size(floats));
+  if (std::size(slots) + 2 != floats.size()) fail("session scratch plan out of step");
   for (size_t i = 0; i < std::size(slots); ++i) {
     *slots[i] = reinterpret_cast<float*>(p);
     p += align_up(static_cast<size_t>(floats[i]) * 4);

@@ -30,6 +30,24 @@ namespace boltrt::cuda {
 // layout other than 26B-A4B's, ...), or "" when it can.
 std::string gemma4_unsupported_reason(const Gemma4Model& model);
 
+// Device memory of one Gemma4CudaSession: the KV cache (per --kv-type, ring sizes of window
+// layers) and the scratch of its micro-batches. Computed from the model alone (no device
+// needed); the session allocates exactly this.
+struct SessionMemory {
+  size_t kv_bytes = 0, scratch_bytes = 0;
+  size_t total() const { return kv_bytes + scratch_bytes; }
+};
+SessionMemory gemma4_cuda_session_memory(const Gemma4Model& model, const SessionOptions& options);
+
+// Device bytes the weights of `model` take on the device (what Gemma4CudaModel allocates; no
+// device needed).
+size_t gemma4_cuda_weight_bytes(const Gemma4Model& model);
+
+// "" when need <= free_bytes, else the one-line error: "out of device memory: <what> need N MiB,
+// F MiB of T MiB free (short by S MiB)".
+std::string device_memory_shortfall(const std::string& what, size_t need, size_t free_bytes,
+                                    size_t total_bytes);
+
 class Gemma4CudaModel {
  public:
   // Uploads every tensor except the per-layer token embedding table (it stays in host memory;
@@ -45,6 +63,9 @@ class Gemma4CudaModel {
   const Gemma4Model& host() const { return host_; }
   const DeviceInfo& device() const { return device_; }
   size_t weight_bytes() const;  // device memory holding the weights
+  // the device's free and total memory measured right after the upload (the load report)
+  size_t free_bytes_after_load() const { return free_after_load_; }
+  size_t total_bytes() const { return total_bytes_; }
   // Tensors converted to F16 because the GEMV kernel lacks their type (0 for Q4_K_M files).
   int converted_tensors() const;
 
@@ -55,6 +76,7 @@ class Gemma4CudaModel {
   const Gemma4Model& host_;
   DeviceInfo device_;
   std::unique_ptr<Weights> weights_;
+  size_t free_after_load_ = 0, total_bytes_ = 0;
 };
 
 class Gemma4CudaSession : public LanguageModel {
