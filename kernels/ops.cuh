@@ -108,6 +108,11 @@ cudaError_t launch_attention_prefill(const float* q, const void* k_cache, const 
 cudaError_t launch_moe_route(const float* logits, int64_t n_tokens, int n_expert, int k,
                              int32_t* selected, float* weights, cudaStream_t stream);
 
+// moe_group.cu: order = the pairs 0..pairs-1 (<= 65535) grouped by selected[p] (experts
+// 0..n_expert-1, n_expert <= 4096; ascending expert, any order within one), device int32.
+cudaError_t launch_moe_group(const int32_t* selected, int64_t pairs, int n_expert, int32_t* order,
+                             cudaStream_t stream);
+
 // moe_combine.cu: out[t][i] = sum_j weights[t * k + j] * y[(t * k + j) * n + i] for t <
 // n_tokens (<= 65535), i < n; y [n_tokens * k][n], out [n_tokens][n] (not aliasing y).
 cudaError_t launch_moe_combine(const float* y, const float* weights, int64_t n_tokens, int k,

@@ -1,9 +1,10 @@
-// The mixture-of-experts kernels (kernels/moe_route.cu, gemv_experts.cu, moe_combine.cu)
-// against CPU references: routing against cpu::route_top_k (26B-A4B: 128 experts, top 8),
-// the expert GEMV over stacked quantized experts against float64 dot products of the
-// dequantized rows (shared and per-pair inputs, per-expert scales, the second half of a
-// merged gate_up stack), the weighted combination against a direct sum. Skips without a
-// device (tests/support/cuda_skip.h).
+// The mixture-of-experts kernels (kernels/moe_route.cu, gemv_experts.cu, moe_group.cu,
+// moe_combine.cu) against CPU references: routing against cpu::route_top_k (26B-A4B: 128
+// experts, top 8), the expert GEMV over stacked quantized experts against float64 dot products
+// of the dequantized rows (shared and per-pair inputs, per-expert scales, the second half of a
+// merged gate_up stack), grouping the pairs by expert (a permutation; the GEMV unchanged by
+// it), the weighted combination against a direct sum. Skips without a device
+// (tests/support/cuda_skip.h).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -149,6 +150,61 @@ TEST_F(CudaMoe, ExpertGemvMatchesFloat64Reference) {
           }
         }
       }
+    }
+  }
+}
+
+// Grouping the pairs by expert: a permutation, experts ascending; the expert GEMV visiting the
+// pairs in that order writes bit-identical rows (each pair's row is computed the same way).
+TEST_F(CudaMoe, GroupOrdersThePairsByExpertWithoutChangingTheGemv) {
+  std::mt19937 rng(29);
+  for (int n_expert : {8, 128}) {
+    for (int64_t pairs : {int64_t{1}, int64_t{16}, int64_t{4096}}) {
+      std::vector<int32_t> selected(static_cast<size_t>(pairs));
+      for (int32_t& e : selected) e = static_cast<int32_t>(rng() % static_cast<uint32_t>(n_expert));
+      auto dsel = to_device(selected);
+      cuda::DeviceBuffer dorder(static_cast<size_t>(pairs) * 4);
+      ASSERT_EQ(kernels::launch_moe_group(static_cast<int32_t*>(dsel.data()), pairs, n_expert,
+                                          static_cast<int32_t*>(dorder.data()), nullptr),
+                cudaSuccess);
+      const auto order = from_device<int32_t>(dorder, static_cast<size_t>(pairs));
+      std::vector<int> seen(static_cast<size_t>(pairs), 0);
+      for (size_t i = 0; i < order.size(); ++i) {
+        ASSERT_GE(order[i], 0);
+        ASSERT_LT(order[i], pairs);
+        ++seen[static_cast<size_t>(order[i])];
+        if (i > 0) {
+          ASSERT_LE(selected[static_cast<size_t>(order[i - 1])],
+                    selected[static_cast<size_t>(order[i])])
+              << "position " << i;
+        }
+      }
+      for (int count : seen) ASSERT_EQ(count, 1);
+
+      const int64_t rows = 64, cols = 128;
+      const GgmlType type = GgmlType::Q8_0;
+      const size_t stride = row_size(type, cols);
+      std::vector<uint8_t> w(stride * static_cast<size_t>(rows * n_expert));
+      auto values = random_vector(static_cast<size_t>(rows * n_expert * cols), 31);
+      for (int64_t r = 0; r < rows * n_expert; ++r) {
+        quantize_row(type, values.data() + r * cols, w.data() + static_cast<size_t>(r) * stride,
+                     cols);
+      }
+      auto x = random_vector(static_cast<size_t>(pairs * cols), 37);
+      auto dw = to_device(w), dx = to_device(x);
+      cuda::DeviceBuffer plain(static_cast<size_t>(pairs * rows) * 4), grouped(plain.size());
+      for (bool use_order : {false, true}) {
+        ASSERT_EQ(kernels::launch_gemv_experts(
+                      static_cast<uint32_t>(type), dw.data(), rows, cols, stride,
+                      stride * static_cast<size_t>(rows), static_cast<int32_t*>(dsel.data()), pairs,
+                      static_cast<float*>(dx.data()), 1, nullptr,
+                      static_cast<float*>((use_order ? grouped : plain).data()), nullptr,
+                      use_order ? static_cast<int32_t*>(dorder.data()) : nullptr),
+                  cudaSuccess);
+      }
+      const auto a = from_device<float>(plain, static_cast<size_t>(pairs * rows));
+      const auto b = from_device<float>(grouped, static_cast<size_t>(pairs * rows));
+      ASSERT_EQ(a, b) << n_expert << " experts, " << pairs << " pairs";
     }
   }
 }

@@ -367,6 +367,7 @@ struct Gemma4CudaSession::State {
   float *router = nullptr, *moe_weights = nullptr, *moe_gate = nullptr, *moe_up = nullptr;
   float *moe_y = nullptr, *moe_sum = nullptr;
   int32_t* moe_selected = nullptr;
+  int32_t* moe_order = nullptr;  // [B*K] the pairs grouped by expert (batches)
   int32_t* tokens = nullptr;
   size_t partial_floats = 0;
   PinnedBuffer pinned;  // tokens, per-layer embedding rows, logits
@@ -486,6 +487,7 @@ SessionPlan plan_session(const Gemma4Model& host, const SessionOptions& options)
                  static_cast<int64_t>(plan.partial_floats), B * E, B * K, B * K * F, B * K * F,
                  B * K * D, B * D,
                  B * K,  // int32 expert indices
+                 B * K,  // int32 pair order (grouped by expert)
                  // cuBLAS activations: B rows of the widest matrix input, as halves
                  (B * std::max({D, q_width, ff}) + 1) / 2,
                  B,   // int32 tokens
@@ -559,17 +561,18 @@ Gemma4CudaSession::Gemma4CudaSession(std::shared_ptr<const Gemma4CudaModel> mode
   const std::vector<int64_t>& floats = plan.floats;
   s.scratch = DeviceBuffer(plan.scratch_bytes);
   auto* p = static_cast<uint8_t*>(s.scratch.data());
-  float *selected = nullptr, *blas_scratch = nullptr;
-  float** slots[] = {&s.h,        &s.a,      &s.o,           &s.q,        &s.kx,      &s.vx,
-                     &s.attn,     &s.gate,   &s.up,          &s.ple,      &s.ple_tok, &s.logits,
-                     &s.partials, &s.router, &s.moe_weights, &s.moe_gate, &s.moe_up,  &s.moe_y,
-                     &s.moe_sum,  &selected, &blas_scratch};
+  float *selected = nullptr, *order = nullptr, *blas_scratch = nullptr;
+  float** slots[] = {&s.h,        &s.a,      &s.o,           &s.q,         &s.kx,      &s.vx,
+                     &s.attn,     &s.gate,   &s.up,          &s.ple,       &s.ple_tok, &s.logits,
+                     &s.partials, &s.router, &s.moe_weights, &s.moe_gate,  &s.moe_up,  &s.moe_y,
+                     &s.moe_sum,  &selected, &order,         &blas_scratch};
   if (std::size(slots) + 2 != floats.size()) fail("session scratch plan out of step");
   for (size_t i = 0; i < std::size(slots); ++i) {
     *slots[i] = reinterpret_cast<float*>(p);
     p += align_up(static_cast<size_t>(floats[i]) * 4);
   }
   s.moe_selected = reinterpret_cast<int32_t*>(selected);
+  s.moe_order = reinterpret_cast<int32_t*>(order);
   s.blas_scratch = blas_scratch;
   s.tokens = reinterpret_cast<int32_t*>(p);
   p += align_up(static_cast<size_t>(B) * 4);
@@ -786,13 +789,21 @@ void Gemma4CudaSession::enqueue_moe(int64_t il, int64_t n) {
   check(kernels::launch_moe_route(s.router, n, static_cast<int>(E), K, s.moe_selected,
                                   s.moe_weights, st),
         "moe route");
+  // batches: visit the pairs expert by expert (each expert's weights then come from L2 after
+  // its first pair); a single token's K experts are distinct anyway
+  const int32_t* order = nullptr;
+  if (n > 1) {
+    check(kernels::launch_moe_group(s.moe_selected, pairs, static_cast<int>(E), s.moe_order, st),
+          "moe group");
+    order = s.moe_order;
+  }
   // experts on pre_ffw_norm_2(h): gate, up [pairs][F] (x shared by a token's K slots)
   check(kernels::launch_rms_norm(s.h, layer.pre_ffw_norm_2, n, D, eps, s.a, st), "pre_ffw_norm_2");
   auto experts = [&](const DeviceExperts& x, int64_t row0, int64_t rows, const float* in,
                      int in_pairs_per_row, float* out, const char* what) {
     check(kernels::launch_gemv_experts(static_cast<uint32_t>(x.type), x.rows_from(row0), rows,
                                        x.cols, x.row_stride, x.expert_stride, s.moe_selected, pairs,
-                                       in, in_pairs_per_row, x.scale, out, st),
+                                       in, in_pairs_per_row, x.scale, out, st, order),
           what);
   };
   if (layer.gate_up_exps.present()) {  // merged [E][2F][D]: gate rows first (no scales)
