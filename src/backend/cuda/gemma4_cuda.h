@@ -3,8 +3,11 @@
 // F16 or Q8_0 KV cache in device memory). The forward pass mirrors Gemma4Model::forward
 // (src/model/gemma4.cpp, shared/docs/gemma4.md §5) op by op with the kernels of kernels/; the
 // CPU forward pass stays the reference (test_cuda_gemma4 compares logits). Prompts and verify
-// batches run in chunks through the tensor-core GEMM and flash attention; single-token decode
-// replays a CUDA graph per context bucket (BOLTRT_CUDA_GRAPHS=0 launches kernel by kernel).
+// batches run in chunks through the tensor-core GEMM (cuBLAS for F16/BF16 matrices;
+// BOLTRT_CUDA_CUBLAS=0: the tensor-core GEMM for them too) and flash attention; single-token
+// decode replays a CUDA graph per context bucket (BOLTRT_CUDA_GRAPHS=0 launches kernel by
+// kernel). Mixture-of-experts layers (26B-A4B, §5.7) route on the device and run only the
+// selected experts' slices (one expert-GEMV launch per matrix for every (token, expert) pair).
 //
 // Plain C++ header (no CUDA types), built only with CUDA; other code reaches it through
 // backend/device.h.
