@@ -55,7 +55,10 @@ std::vector<T> from_device(const cuda::DeviceBuffer& b, size_t n) {
   return v;
 }
 
+#endif
+
 TEST_F(CudaMoe, RouteMatchesCpuRouteTopK) {
+#if defined(BOLTRT_HAVE_CUDA)
   struct Shape {
     int n_expert, k;
   };
@@ -88,9 +91,11 @@ TEST_F(CudaMoe, RouteMatchesCpuRouteTopK) {
   }
   EXPECT_EQ(kernels::launch_moe_route(nullptr, 1, 4, 5, nullptr, nullptr, nullptr),
             cudaErrorInvalidValue);
+#endif
 }
 
 TEST_F(CudaMoe, ExpertGemvMatchesFloat64Reference) {
+#if defined(BOLTRT_HAVE_CUDA)
   std::mt19937 rng(3);
   for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::Q4_0,
                         GgmlType::F16, GgmlType::F32}) {
@@ -152,11 +157,13 @@ TEST_F(CudaMoe, ExpertGemvMatchesFloat64Reference) {
       }
     }
   }
+#endif
 }
 
 // Grouping the pairs by expert: a permutation, experts ascending; the expert GEMV visiting the
 // pairs in that order writes bit-identical rows (each pair's row is computed the same way).
 TEST_F(CudaMoe, GroupOrdersThePairsByExpertWithoutChangingTheGemv) {
+#if defined(BOLTRT_HAVE_CUDA)
   std::mt19937 rng(29);
   for (int n_expert : {8, 128}) {
     for (int64_t pairs : {int64_t{1}, int64_t{16}, int64_t{4096}}) {
@@ -207,9 +214,11 @@ TEST_F(CudaMoe, GroupOrdersThePairsByExpertWithoutChangingTheGemv) {
       ASSERT_EQ(a, b) << n_expert << " experts, " << pairs << " pairs";
     }
   }
+#endif
 }
 
 TEST_F(CudaMoe, CombineIsTheWeightedSumOfTheSlots) {
+#if defined(BOLTRT_HAVE_CUDA)
   const int64_t n_tokens = 9, n = 2816;
   const int k = 8;
   auto y = random_vector(static_cast<size_t>(n_tokens * k * n), 19);
@@ -234,9 +243,8 @@ TEST_F(CudaMoe, CombineIsTheWeightedSumOfTheSlots) {
           << t << " " << i;
     }
   }
-}
-
 #endif
+}
 
 }  // namespace
 }  // namespace boltrt
