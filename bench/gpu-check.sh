@@ -31,7 +31,7 @@ if ! timeout 300 cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DBOLTRT_C
      -DBOLTRT_WERROR=ON -DCMAKE_CUDA_ARCHITECTURES="$ARCH" > "$OUT/configure.log" 2>&1 ||
    ! timeout 300 cmake --build $B -j"$JOBS" --target boltrt test_cuda_gemv test_cuda_ops \
      test_cuda_math test_cuda_device test_cuda_gemma4 test_cuda_gemm test_cuda_moe test_dequant_sub32 \
-     bench_cuda_gemv bench_cuda_gemm bench_cuda_attention > "$OUT/build.log" 2>&1; then
+     bench_cuda_gemv bench_cuda_gemm bench_cuda_attention bench_cuda_moe > "$OUT/build.log" 2>&1; then
   echo "BUILD FAILED (see build.log)" >> "$REPORT"; tail -40 "$OUT/build.log"; cat "$REPORT"; exit 1
 fi
 echo "build: $(elapsed) for sm_$ARCH" >> "$REPORT"
@@ -59,6 +59,8 @@ echo; echo "## bench_cuda_gemm (prefill / verify, E4B shapes, f16 tensor cores)"
 timeout 90 "$B/bench_cuda_gemm" 30 >> "$REPORT" 2>&1 || status=1
 echo; echo "## bench_cuda_attention (decode and prefill, F16 KV)" >> "$REPORT"
 timeout 60 "$B/bench_cuda_attention" >> "$REPORT" 2>&1 || status=1
+echo; echo "## bench_cuda_moe (26B-A4B expert GEMVs: decode, 512-token prefill)" >> "$REPORT"
+timeout 60 "$B/bench_cuda_moe" 30 >> "$REPORT" 2>&1 || status=1
 
 # --- end to end: E4B-shape Q4_K_M synth (random blocks; about 5 GB), decode and prefill
 echo; echo "## end to end: boltrt bench, E4B-shape Q4_K_M synth" >> "$REPORT"
