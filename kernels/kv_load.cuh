@@ -33,8 +33,13 @@ __device__ inline int64_t kv_head_offset(int64_t cell, int64_t row, int64_t g, i
 template <KvFormat kFormat>
 __device__ inline float2 kv_pair(const uint8_t* head, int dim) {
   if constexpr (kFormat == KvFormat::kQ8_0) {
+    // cuda::q8_0_value for both values with one scale load: d * q, d the exact f32 of the f16
+    // scale. Blocks start at even bytes and dim is even, so the scale and the pair of int8 are
+    // aligned 2-byte loads.
     const uint8_t* block = head + (dim >> 5) * cuda::kQ8_0Bytes;
-    return make_float2(cuda::q8_0_value(block, dim & 31), cuda::q8_0_value(block, (dim & 31) + 1));
+    const float d = __half2float(__ushort_as_half(*reinterpret_cast<const unsigned short*>(block)));
+    const char2 q = *reinterpret_cast<const char2*>(block + 2 + (dim & 31));
+    return make_float2(d * static_cast<float>(q.x), d * static_cast<float>(q.y));
   } else {
     return __half22float2(reinterpret_cast<const __half2*>(head)[dim >> 1]);
   }
