@@ -1,4 +1,4 @@
-// Decode attention over an F16 KV cache (split-KV with a merge step).
+// Decode attention over an F16 or Q8_0 KV cache (split-KV with a merge step).
 //
 // Grid (head, token, split). A block of 4 warps takes one query head of one token and one
 // contiguous slice of its visible keys; warp w takes keys w, w+4, ... of the slice. Lane l holds
@@ -10,6 +10,7 @@
 #include <cuda_fp16.h>
 
 #include "backend/cuda/gemma4_math.h"
+#include "kv_load.cuh"
 #include "ops.cuh"
 #include "reduce.cuh"
 
@@ -19,10 +20,10 @@ namespace {
 constexpr int kWarps = 4;
 constexpr int kMaxSplit = 64;
 
-template <int kPairs>  // head_dim / 64
+template <int kPairs, KvFormat kFormat>  // head_dim / 64
 __global__ void __launch_bounds__(kWarps * 32)
-    attention_decode_kernel(const float* __restrict__ q, const uint16_t* __restrict__ k_cache,
-                            const uint16_t* __restrict__ v_cache, int64_t pos0_arg,
+    attention_decode_kernel(const float* __restrict__ q, const uint8_t* __restrict__ k_cache,
+                            const uint8_t* __restrict__ v_cache, int64_t pos0_arg,
                             const int64_t* __restrict__ pos0_dev, int64_t cells, int64_t n_head,
                             int64_t n_head_kv, int64_t window, float scale, float cap, int n_split,
                             float* partials, float* out) {
@@ -53,21 +54,22 @@ __global__ void __launch_bounds__(kWarps * 32)
   cuda::SoftmaxState state;
   for (int64_t j = kb + warp; j < ke; j += kWarps) {
     const int64_t cell = j % cells;
-    const auto* kr = reinterpret_cast<const __half2*>(k_cache + cell * row + g * kHeadDim);
+    const int64_t head = kv_head_offset<kFormat>(cell, row, g, kHeadDim);
+    const uint8_t* kr = k_cache + head;
     float s = 0.0f;
 #pragma unroll
     for (int i = 0; i < kPairs; ++i) {
-      const float2 kf = __half22float2(kr[lane + 32 * i]);
+      const float2 kf = kv_pair<kFormat>(kr, 2 * lane + 64 * i);
       s += qv[i].x * kf.x + qv[i].y * kf.y;
     }
     s = warp_sum(s) * scale;
     if (cap > 0.0f) s = cuda::softcap(s, cap);
     float p;
     const float correction = state.add(s, &p);
-    const auto* vr = reinterpret_cast<const __half2*>(v_cache + cell * row + g * kHeadDim);
+    const uint8_t* vr = v_cache + head;
 #pragma unroll
     for (int i = 0; i < kPairs; ++i) {
-      const float2 vf = __half22float2(vr[lane + 32 * i]);
+      const float2 vf = kv_pair<kFormat>(vr, 2 * lane + 64 * i);
       acc[i].x = acc[i].x * correction + p * vf.x;
       acc[i].y = acc[i].y * correction + p * vf.y;
     }
@@ -141,16 +143,24 @@ __global__ void attention_merge_kernel(const float* __restrict__ partials, int64
 }
 
 template <int kPairs>
-void launch_for_pairs(const float* q, const uint16_t* k_cache, const uint16_t* v_cache,
-                      int64_t n_tokens, int64_t pos0, int64_t cells, int64_t n_head,
-                      int64_t n_head_kv, int64_t window, float scale, float cap, int n_split,
-                      float* partials, float* out, cudaStream_t stream,
-                      const int64_t* device_pos0) {
+void launch_for_pairs(const float* q, const void* k_cache, const void* v_cache, int64_t n_tokens,
+                      int64_t pos0, int64_t cells, int64_t n_head, int64_t n_head_kv,
+                      int64_t window, float scale, float cap, int n_split, float* partials,
+                      float* out, cudaStream_t stream, const int64_t* device_pos0,
+                      KvFormat format) {
   const dim3 grid(static_cast<unsigned>(n_head), static_cast<unsigned>(n_tokens),
                   static_cast<unsigned>(n_split));
-  attention_decode_kernel<kPairs>
-      <<<grid, kWarps * 32, 0, stream>>>(q, k_cache, v_cache, pos0, device_pos0, cells, n_head,
-                                         n_head_kv, window, scale, cap, n_split, partials, out);
+  const auto* kc = static_cast<const uint8_t*>(k_cache);
+  const auto* vc = static_cast<const uint8_t*>(v_cache);
+  if (format == KvFormat::kQ8_0) {
+    attention_decode_kernel<kPairs, KvFormat::kQ8_0>
+        <<<grid, kWarps * 32, 0, stream>>>(q, kc, vc, pos0, device_pos0, cells, n_head, n_head_kv,
+                                           window, scale, cap, n_split, partials, out);
+  } else {
+    attention_decode_kernel<kPairs, KvFormat::kF16>
+        <<<grid, kWarps * 32, 0, stream>>>(q, kc, vc, pos0, device_pos0, cells, n_head, n_head_kv,
+                                           window, scale, cap, n_split, partials, out);
+  }
 }
 
 }  // namespace
@@ -168,12 +178,12 @@ size_t attention_partials_floats(int64_t n_tokens, int64_t n_head, int64_t head_
   return n_split <= 1 ? 0 : static_cast<size_t>(n_tokens * n_head * n_split * (head_dim + 2));
 }
 
-cudaError_t launch_attention_decode(const float* q, const uint16_t* k_cache,
-                                    const uint16_t* v_cache, int64_t n_tokens, int64_t pos0,
-                                    int64_t cells, int64_t n_head, int64_t n_head_kv,
-                                    int64_t head_dim, int64_t window, float scale, float cap,
-                                    int n_split, float* partials, float* out, cudaStream_t stream,
-                                    const int64_t* device_pos0) {
+cudaError_t launch_attention_decode(const float* q, const void* k_cache, const void* v_cache,
+                                    int64_t n_tokens, int64_t pos0, int64_t cells, int64_t n_head,
+                                    int64_t n_head_kv, int64_t head_dim, int64_t window,
+                                    float scale, float cap, int n_split, float* partials,
+                                    float* out, cudaStream_t stream, const int64_t* device_pos0,
+                                    KvFormat format) {
   if (n_tokens <= 0) return cudaSuccess;
   if (n_split < 1 || n_split > kMaxSplit || n_head_kv <= 0 || n_head % n_head_kv != 0 ||
       (n_split > 1 && partials == nullptr)) {
@@ -183,7 +193,7 @@ cudaError_t launch_attention_decode(const float* q, const uint16_t* k_cache,
 #define BOLTRT_ATTENTION_CASE(pairs)                                                               \
   case pairs * 64:                                                                                 \
     launch_for_pairs<pairs>(q, k_cache, v_cache, n_tokens, pos0, cells, n_head, n_head_kv, window, \
-                            scale, cap, n_split, partials, out, stream, device_pos0);              \
+                            scale, cap, n_split, partials, out, stream, device_pos0, format);      \
     break;
     BOLTRT_ATTENTION_CASE(1)
     BOLTRT_ATTENTION_CASE(2)

@@ -1,10 +1,11 @@
-// Prefill (flash) attention over an F16 KV cache: many queries per launch, causal and
+// Prefill (flash) attention over an F16 or Q8_0 KV cache: many queries per launch, causal and
 // sliding-window masks, GQA, online softmax; the scores never leave registers.
 //
 // Grid (row tile, KV head). The query rows of one KV head are its (token, head) pairs in the
 // order r = t * group + (h % group), group = n_head / n_head_kv, so a block's rows are the
 // consecutive query heads and tokens that read the same keys. A block of 4 warps stages
-// kKeys keys (K and V rows, f16) of its KV head in shared memory at a time, over the union of
+// kKeys keys (K and V rows as stored: f16, or Q8_0 blocks dequantized when read, see
+// kv_load.cuh) of its KV head in shared memory at a time, over the union of
 // the visible ranges of its rows, [first_visible_key(first token), last token]; every staged
 // key is then read by all of the block's rows (group x tokens-per-block of reuse instead of the
 // decode kernel's one global read per query).
@@ -20,7 +21,10 @@
 // is dominated by the projections (the GEMM); this keeps K/V traffic per block at one read.
 #include <cuda_fp16.h>
 
+#include <type_traits>
+
 #include "backend/cuda/gemma4_math.h"
+#include "kv_load.cuh"
 #include "ops.cuh"
 #include "reduce.cuh"
 
@@ -30,17 +34,22 @@ namespace {
 constexpr int kWarps = 4;
 constexpr int kKeys = 16;  // keys per shared-memory tile
 
-template <int kPairs, int kRowsPerWarp>  // head_dim / 64
+template <int kPairs, int kRowsPerWarp, KvFormat kFormat>  // head_dim / 64
 __global__ void __launch_bounds__(kWarps * 32)
-    attention_prefill_kernel(const float* __restrict__ q, const uint16_t* __restrict__ k_cache,
-                             const uint16_t* __restrict__ v_cache, int64_t n_tokens, int64_t pos0,
+    attention_prefill_kernel(const float* __restrict__ q, const uint8_t* __restrict__ k_cache,
+                             const uint8_t* __restrict__ v_cache, int64_t n_tokens, int64_t pos0,
                              int64_t cells, int64_t n_head, int64_t n_head_kv, int64_t window,
                              float scale, float cap, float* __restrict__ out) {
   constexpr int kHeadDim = kPairs * 64;
   constexpr int kRows = kWarps * kRowsPerWarp;
-  constexpr int kVecPerRow = kHeadDim / 8;  // uint4 (8 halves) per key row
-  __shared__ __align__(16) __half s_k[kKeys][kHeadDim];
-  __shared__ __align__(16) __half s_v[kKeys][kHeadDim];
+  // a key row's bytes, copied in uint4 units (F16: 16-byte aligned rows) or uint16 units (Q8_0:
+  // 34-byte blocks, rows only 2-byte aligned)
+  constexpr int kHeadBytes = kv_head_bytes<kFormat>(kHeadDim);
+  using Unit = std::conditional_t<kFormat == KvFormat::kF16, uint4, uint16_t>;
+  constexpr int kVecPerRow = kHeadBytes / static_cast<int>(sizeof(Unit));
+  static_assert(kHeadBytes % sizeof(Unit) == 0);
+  __shared__ __align__(16) uint8_t s_k[kKeys][kHeadBytes];
+  __shared__ __align__(16) uint8_t s_v[kKeys][kHeadBytes];
 
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int64_t group = n_head / n_head_kv;
@@ -49,7 +58,7 @@ __global__ void __launch_bounds__(kWarps * 32)
   const int64_t r0 = static_cast<int64_t>(blockIdx.x) * kRows;
   const cuda::KeyRange keys = cuda::prefill_block_keys(r0, kRows, n_rows, group, pos0, window);
   const int64_t kb = keys.first, ke = keys.last;  // inclusive
-  const int64_t row_stride = n_head_kv * kHeadDim;
+  const int64_t row = n_head_kv * kHeadDim;       // values per cell
 
   // this warp's rows: query, value accumulator, softmax state, visible range
   float2 qv[kRowsPerWarp][kPairs], acc[kRowsPerWarp][kPairs];
@@ -78,14 +87,14 @@ __global__ void __launch_bounds__(kWarps * 32)
     for (int i = threadIdx.x; i < kKeys * kVecPerRow; i += kWarps * 32) {
       const int key = i / kVecPerRow, vec = i % kVecPerRow;
       const int64_t j = j0 + key;
-      uint4 kx = make_uint4(0u, 0u, 0u, 0u), vx = kx;
+      Unit kx{}, vx{};  // zeros past the range: masked keys, and Q8_0 zeros read as 0
       if (j <= ke) {
-        const int64_t base = (j % cells) * row_stride + kv * kHeadDim;
-        kx = reinterpret_cast<const uint4*>(k_cache + base)[vec];
-        vx = reinterpret_cast<const uint4*>(v_cache + base)[vec];
+        const int64_t base = kv_head_offset<kFormat>(j % cells, row, kv, kHeadDim);
+        kx = reinterpret_cast<const Unit*>(k_cache + base)[vec];
+        vx = reinterpret_cast<const Unit*>(v_cache + base)[vec];
       }
-      reinterpret_cast<uint4*>(&s_k[key][0])[vec] = kx;
-      reinterpret_cast<uint4*>(&s_v[key][0])[vec] = vx;
+      reinterpret_cast<Unit*>(&s_k[key][0])[vec] = kx;
+      reinterpret_cast<Unit*>(&s_v[key][0])[vec] = vx;
     }
     __syncthreads();
 
@@ -96,11 +105,10 @@ __global__ void __launch_bounds__(kWarps * 32)
       float tile_max = -INFINITY;
 #pragma unroll
       for (int key = 0; key < kKeys; ++key) {
-        const auto* kr = reinterpret_cast<const __half2*>(&s_k[key][0]);
         float dot = 0.0f;
 #pragma unroll
         for (int p = 0; p < kPairs; ++p) {
-          const float2 kf = __half22float2(kr[lane + 32 * p]);
+          const float2 kf = kv_pair<kFormat>(&s_k[key][0], 2 * lane + 64 * p);
           dot += qv[i][p].x * kf.x + qv[i][p].y * kf.y;
         }
         dot = warp_sum(dot) * scale;
@@ -121,10 +129,9 @@ __global__ void __launch_bounds__(kWarps * 32)
         if (s[key] == -INFINITY) continue;  // masked (warp-uniform)
         const float w = expf(s[key] - state[i].m);
         state[i].l += w;
-        const auto* vr = reinterpret_cast<const __half2*>(&s_v[key][0]);
 #pragma unroll
         for (int p = 0; p < kPairs; ++p) {
-          const float2 vf = __half22float2(vr[lane + 32 * p]);
+          const float2 vf = kv_pair<kFormat>(&s_v[key][0], 2 * lane + 64 * p);
           acc[i][p].x += w * vf.x;
           acc[i][p].y += w * vf.y;
         }
@@ -148,10 +155,10 @@ __global__ void __launch_bounds__(kWarps * 32)
 }
 
 template <int kPairs>
-cudaError_t launch_for_pairs(const float* q, const uint16_t* k_cache, const uint16_t* v_cache,
+cudaError_t launch_for_pairs(const float* q, const void* k_cache, const void* v_cache,
                              int64_t n_tokens, int64_t pos0, int64_t cells, int64_t n_head,
                              int64_t n_head_kv, int64_t window, float scale, float cap, float* out,
-                             cudaStream_t stream) {
+                             cudaStream_t stream, KvFormat format) {
   // registers: 2 x kRowsPerWarp x kPairs float2 (query, accumulator) per lane
   constexpr int kRowsPerWarp = kPairs <= 4 ? 4 : 2;
   constexpr int kRows = kWarps * kRowsPerWarp;
@@ -159,25 +166,34 @@ cudaError_t launch_for_pairs(const float* q, const uint16_t* k_cache, const uint
   const int64_t tiles = (n_rows + kRows - 1) / kRows;
   if (tiles > 0x7fffffff || n_head_kv > 65535) return cudaErrorInvalidValue;
   const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(n_head_kv));
-  attention_prefill_kernel<kPairs, kRowsPerWarp><<<grid, kWarps * 32, 0, stream>>>(
-      q, k_cache, v_cache, n_tokens, pos0, cells, n_head, n_head_kv, window, scale, cap, out);
+  const auto* kc = static_cast<const uint8_t*>(k_cache);
+  const auto* vc = static_cast<const uint8_t*>(v_cache);
+  if (format == KvFormat::kQ8_0) {
+    attention_prefill_kernel<kPairs, kRowsPerWarp, KvFormat::kQ8_0>
+        <<<grid, kWarps * 32, 0, stream>>>(q, kc, vc, n_tokens, pos0, cells, n_head, n_head_kv,
+                                           window, scale, cap, out);
+  } else {
+    attention_prefill_kernel<kPairs, kRowsPerWarp, KvFormat::kF16>
+        <<<grid, kWarps * 32, 0, stream>>>(q, kc, vc, n_tokens, pos0, cells, n_head, n_head_kv,
+                                           window, scale, cap, out);
+  }
   return cudaGetLastError();
 }
 
 }  // namespace
 
-cudaError_t launch_attention_prefill(const float* q, const uint16_t* k_cache,
-                                     const uint16_t* v_cache, int64_t n_tokens, int64_t pos0,
-                                     int64_t cells, int64_t n_head, int64_t n_head_kv,
-                                     int64_t head_dim, int64_t window, float scale, float cap,
-                                     float* out, cudaStream_t stream) {
+cudaError_t launch_attention_prefill(const float* q, const void* k_cache, const void* v_cache,
+                                     int64_t n_tokens, int64_t pos0, int64_t cells, int64_t n_head,
+                                     int64_t n_head_kv, int64_t head_dim, int64_t window,
+                                     float scale, float cap, float* out, cudaStream_t stream,
+                                     KvFormat format) {
   if (n_tokens <= 0) return cudaSuccess;
   if (n_head_kv <= 0 || n_head % n_head_kv != 0 || cells <= 0) return cudaErrorInvalidValue;
   switch (head_dim) {
 #define BOLTRT_PREFILL_CASE(pairs)                                                                \
   case pairs * 64:                                                                                \
     return launch_for_pairs<pairs>(q, k_cache, v_cache, n_tokens, pos0, cells, n_head, n_head_kv, \
-                                   window, scale, cap, out, stream);
+                                   window, scale, cap, out, stream, format);
     BOLTRT_PREFILL_CASE(1)
     BOLTRT_PREFILL_CASE(2)
     BOLTRT_PREFILL_CASE(3)

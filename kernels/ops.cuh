@@ -19,6 +19,10 @@ cudaError_t launch_rms_norm(const float* x, const float* w, int64_t rows, int64_
 cudaError_t launch_rms_norm_add(const float* x, const float* w, int64_t rows, int64_t n, float eps,
                                 float* h, cudaStream_t stream);
 
+// The KV cache formats of kv_store and the attention kernels: F16 values, or Q8_0 blocks (34
+// bytes per 32 values: f16 scale + 32 int8, cuda::quantize_q8_0_block; --kv-type q8_0).
+enum class KvFormat { kF16, kQ8_0 };
+
 // device_pos0 (rope, kv_store, attention_decode): when not null, pos0 is read from this device
 // address instead of the argument, so a captured CUDA graph of the decode step serves every
 // position (the runtime writes the position before launching the graph).
@@ -61,9 +65,14 @@ cudaError_t launch_softcap(float* x, int64_t n, float cap, cudaStream_t stream);
 cudaError_t launch_kv_store(const float* k, const float* v, int64_t n_tokens, int64_t row,
                             int64_t pos0, int64_t cells, uint16_t* k_cache, uint16_t* v_cache,
                             cudaStream_t stream, const int64_t* device_pos0 = nullptr);
+// kv_store.cu: the same into a Q8_0 cache (rows of q8_0_row_bytes(row) bytes; row a multiple
+// of 32): each 32-value block quantized as the CPU cache does (cuda::quantize_q8_0_block).
+cudaError_t launch_kv_store_q8_0(const float* k, const float* v, int64_t n_tokens, int64_t row,
+                                 int64_t pos0, int64_t cells, uint8_t* k_cache, uint8_t* v_cache,
+                                 cudaStream_t stream, const int64_t* device_pos0 = nullptr);
 
-// attention_decode.cu: causal GQA attention of n_tokens queries at positions pos0.. over an F16
-// cache written by launch_kv_store.
+// attention_decode.cu: causal GQA attention of n_tokens queries at positions pos0.. over a
+// cache written by launch_kv_store (format kF16) or launch_kv_store_q8_0 (format kQ8_0).
 //   q, out: [n_tokens][n_head][head_dim] f32    k_cache, v_cache: [cells][n_head_kv][head_dim]
 // Query at position p sees keys [first_visible_key(p, window), p]; query head h reads KV head
 // h / (n_head / n_head_kv); score = scale * q.k, then softcap(score, cap) when cap > 0.
@@ -73,22 +82,45 @@ cudaError_t launch_kv_store(const float* k, const float* v, int64_t n_tokens, in
 // (a decode graph sizes it for its context bucket): empty splits merge as nothing.
 int attention_split_count(int64_t max_keys, int64_t n_tokens, int64_t n_head);
 size_t attention_partials_floats(int64_t n_tokens, int64_t n_head, int64_t head_dim, int n_split);
-cudaError_t launch_attention_decode(const float* q, const uint16_t* k_cache,
-                                    const uint16_t* v_cache, int64_t n_tokens, int64_t pos0,
-                                    int64_t cells, int64_t n_head, int64_t n_head_kv,
-                                    int64_t head_dim, int64_t window, float scale, float cap,
-                                    int n_split, float* partials, float* out, cudaStream_t stream,
-                                    const int64_t* device_pos0 = nullptr);
+cudaError_t launch_attention_decode(const float* q, const void* k_cache, const void* v_cache,
+                                    int64_t n_tokens, int64_t pos0, int64_t cells, int64_t n_head,
+                                    int64_t n_head_kv, int64_t head_dim, int64_t window,
+                                    float scale, float cap, int n_split, float* partials,
+                                    float* out, cudaStream_t stream,
+                                    const int64_t* device_pos0 = nullptr,
+                                    KvFormat format = KvFormat::kF16);
 
 // attention_prefill.cu: the same attention as launch_attention_decode (same arguments, masks,
 // GQA mapping, scale and cap) for many queries at once: flash attention with K/V tiles staged
 // in shared memory once per block of query rows that share a KV head. Every key of
 // [first_visible_key(pos0), pos0 + n_tokens) must still be in the cache (cells >= the span).
 // head_dim a multiple of 64, at most 512. Used for prefill chunks and DFlash verify batches.
-cudaError_t launch_attention_prefill(const float* q, const uint16_t* k_cache,
-                                     const uint16_t* v_cache, int64_t n_tokens, int64_t pos0,
-                                     int64_t cells, int64_t n_head, int64_t n_head_kv,
-                                     int64_t head_dim, int64_t window, float scale, float cap,
-                                     float* out, cudaStream_t stream);
+cudaError_t launch_attention_prefill(const float* q, const void* k_cache, const void* v_cache,
+                                     int64_t n_tokens, int64_t pos0, int64_t cells, int64_t n_head,
+                                     int64_t n_head_kv, int64_t head_dim, int64_t window,
+                                     float scale, float cap, float* out, cudaStream_t stream,
+                                     KvFormat format = KvFormat::kF16);
+
+// moe_route.cu: per token, the k experts of largest softmax(logits) probability, descending
+// (ties to the lower index), weights renormalised to sum 1 (cuda::moe_route_top_k, the same
+// selection and weights as cpu::route_top_k). logits [n_tokens][n_expert] f32; selected
+// (int32) and weights (f32) [n_tokens][k]. 1 <= k <= n_expert.
+cudaError_t launch_moe_route(const float* logits, int64_t n_tokens, int n_expert, int k,
+                             int32_t* selected, float* weights, cudaStream_t stream);
+
+// moe_group.cu: order = the pairs 0..pairs-1 (<= 65535) grouped by selected[p] (experts
+// 0..n_expert-1, n_expert <= 4096; ascending expert, any order within one), device int32.
+cudaError_t launch_moe_group(const int32_t* selected, int64_t pairs, int n_expert, int32_t* order,
+                             cudaStream_t stream);
+
+// moe_combine.cu: out[t][i] = sum_j weights[t * k + j] * y[(t * k + j) * n + i] for t <
+// n_tokens (<= 65535), i < n; y [n_tokens * k][n], out [n_tokens][n] (not aliasing y).
+cudaError_t launch_moe_combine(const float* y, const float* weights, int64_t n_tokens, int k,
+                               int64_t n, float* out, cudaStream_t stream);
+
+// convert_activations.cu: out[i] = x[i] rounded to f16 (bf16 when `bf16`), nearest even, for
+// i < n (the activations of a cuBLAS GEMM over F16/BF16 weights).
+cudaError_t launch_convert_activations(const float* x, int64_t n, bool bf16, uint16_t* out,
+                                       cudaStream_t stream);
 
 }  // namespace boltrt::kernels

@@ -10,6 +10,7 @@
 
 #include "quant/dequantize.h"
 #include "quant/quantize.h"
+#include "support/cuda_skip.h"
 #include "util/error.h"
 #if defined(BOLTRT_HAVE_CUDA)
 #include "backend/cuda/cuda_backend.h"
@@ -20,14 +21,7 @@ namespace {
 
 class CudaGemv : public ::testing::TestWithParam<GgmlType> {
  protected:
-  void SetUp() override {
-#if !defined(BOLTRT_HAVE_CUDA)
-    GTEST_SKIP() << "built without CUDA (nvcc not found at configure time)";
-#else
-    std::string why;
-    if (!cuda::probe_device(0, &why)) GTEST_SKIP() << "no usable CUDA device: " << why;
-#endif
-  }
+  void SetUp() override { BOLTRT_SKIP_WITHOUT_CUDA_DEVICE(); }
 };
 
 TEST_P(CudaGemv, MatchesFloat64Reference) {
@@ -89,11 +83,8 @@ INSTANTIATE_TEST_SUITE_P(Types, CudaGemv,
                          });
 
 TEST(CudaDevice, OutOfMemoryIsOneClearError) {
-#if !defined(BOLTRT_HAVE_CUDA)
-  GTEST_SKIP() << "built without CUDA (nvcc not found at configure time)";
-#else
-  std::string why;
-  if (!cuda::probe_device(0, &why)) GTEST_SKIP() << "no usable CUDA device: " << why;
+  BOLTRT_SKIP_WITHOUT_CUDA_DEVICE();
+#if defined(BOLTRT_HAVE_CUDA)
   try {
     cuda::DeviceBuffer huge(size_t{1} << 50);  // 1 PiB
     FAIL() << "allocating 1 PiB succeeded";

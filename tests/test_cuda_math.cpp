@@ -16,6 +16,7 @@
 #include "quant/dequantize.h"
 #include "quant/fp16.h"
 #include "quant/ggml_type.h"
+#include "quant/quantize.h"
 
 namespace boltrt {
 namespace {
@@ -209,6 +210,66 @@ TEST(CudaMath, FloatSub32MatchesDequantizeRow) {
   check_sub32<BlockF32x32>(GgmlType::F32, f32, cols);
   check_sub32<BlockF16x32>(GgmlType::F16, f16, cols);
   check_sub32<BlockBF16x32>(GgmlType::BF16, bf16, cols);
+}
+
+// MoE routing: the kernel's per-token function picks the same experts with bit-identical
+// weights as cpu::route_top_k, also with ties (equal logits, ties to the lower index), k = E
+// and the 26B-A4B shape (128 experts, top 8).
+TEST(CudaMath, MoeRouteTopKIsTheCpuReference) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  struct Shape {
+    int n_expert, k;
+  };
+  for (Shape shape : {Shape{128, 8}, Shape{8, 2}, Shape{8, 8}, Shape{1, 1}, Shape{37, 5}}) {
+    for (int trial = 0; trial < 50; ++trial) {
+      std::vector<float> logits(static_cast<size_t>(shape.n_expert));
+      for (float& v : logits) v = normal(rng);
+      if (trial % 5 == 1) {  // ties: a few distinct values only
+        for (float& v : logits) v = std::round(v / 3.0f);
+      }
+      if (trial % 5 == 2) std::fill(logits.begin(), logits.end(), 0.25f);              // all tied
+      if (trial % 5 == 3) logits[static_cast<size_t>(trial) % logits.size()] = 80.0f;  // one-hot
+      std::vector<int32_t> want_e(static_cast<size_t>(shape.k)), got_e(want_e.size(), -7);
+      std::vector<float> want_w(want_e.size()), got_w(want_e.size(), -1.0f);
+      cpu::route_top_k(logits.data(), shape.n_expert, shape.k, want_e.data(), want_w.data());
+      cuda::moe_route_top_k(logits.data(), shape.n_expert, shape.k, got_e.data(), got_w.data());
+      for (size_t j = 0; j < want_e.size(); ++j) {
+        ASSERT_EQ(got_e[j], want_e[j])
+            << shape.n_expert << "/" << shape.k << " trial " << trial << " pick " << j;
+        ASSERT_EQ(got_w[j], want_w[j])
+            << shape.n_expert << "/" << shape.k << " trial " << trial << " pick " << j;
+      }
+    }
+  }
+}
+
+// The Q8_0 KV quantizer writes the CPU cache's bytes (quantize_row Q8_0) and q8_0_value reads
+// them back as dequantize_row does, also for all-zero blocks, rounding halves and extremes.
+TEST(CudaMath, Q8_0KvBlocksAreTheCpuCacheBytes) {
+  std::mt19937 rng(12);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  const int64_t n = 32 * 40;
+  std::vector<float> x(static_cast<size_t>(n));
+  for (float& v : x) v = normal(rng);
+  for (int j = 0; j < 32; ++j) x[static_cast<size_t>(32 + j)] = 0.0f;                  // zeros
+  for (int j = 0; j < 32; ++j) x[static_cast<size_t>(64 + j)] = (j - 16) * 0.5f;       // halves
+  for (int j = 0; j < 32; ++j) x[static_cast<size_t>(96 + j)] = j % 2 ? 6e4f : -6e4f;  // big
+  x[128] = 1e-30f;  // tiny (f16 scale flushes)
+  std::vector<uint8_t> want(row_size(GgmlType::Q8_0, n)), got(want.size(), 0xAB);
+  ASSERT_EQ(want.size(), static_cast<size_t>(cuda::q8_0_row_bytes(n)));
+  quantize_row(GgmlType::Q8_0, x.data(), want.data(), n);
+  for (int64_t b = 0; b < n / 32; ++b) {
+    cuda::quantize_q8_0_block(x.data() + b * 32, got.data() + b * cuda::kQ8_0Bytes);
+  }
+  ASSERT_EQ(got, want);
+  std::vector<float> deq(static_cast<size_t>(n));
+  dequantize_row(GgmlType::Q8_0, want.data(), deq.data(), n);
+  for (int64_t i = 0; i < n; ++i) {
+    ASSERT_EQ(cuda::q8_0_value(want.data() + (i / 32) * cuda::kQ8_0Bytes, static_cast<int>(i % 32)),
+              deq[static_cast<size_t>(i)])
+        << i;
+  }
 }
 
 }  // namespace

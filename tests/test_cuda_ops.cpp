@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "backend/cpu/ops.h"
 #include "quant/dequantize.h"
 #include "quant/quantize.h"
+#include "support/cuda_skip.h"
 #if defined(BOLTRT_HAVE_CUDA)
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/gemma4_math.h"
@@ -23,14 +25,7 @@ namespace {
 
 class CudaOps : public ::testing::Test {
  protected:
-  void SetUp() override {
-#if !defined(BOLTRT_HAVE_CUDA)
-    GTEST_SKIP() << "built without CUDA (configure with -DBOLTRT_CUDA=ON)";
-#else
-    std::string why;
-    if (!cuda::probe_device(0, &why)) GTEST_SKIP() << "no usable CUDA device: " << why;
-#endif
-  }
+  void SetUp() override { BOLTRT_SKIP_WITHOUT_CUDA_DEVICE(); }
 };
 
 [[maybe_unused]] std::vector<float> random_vector(size_t n, uint32_t seed, float stddev = 1.0f) {
@@ -247,28 +242,71 @@ TEST_F(CudaOps, KvStoreRoundsToF16IntoRingCells) {
   for (int64_t i = 0; i < row; ++i) ASSERT_EQ(kout[static_cast<size_t>(1 * row + i)], 0x7777);
 }
 
-// Attention over an F16 cache filled position by position (rings overwrite old cells), against
-// cpu::attention on the same F16-rounded keys/values (and a float64 reference with soft-cap).
+// Q8_0 KV store: the CPU cache's bytes (quantize_row Q8_0 of each row) at ring cells.
+TEST_F(CudaOps, KvStoreQ8_0WritesTheCpuCacheBytesIntoRingCells) {
+  const int64_t row = 256, cells = 5, n = 4, pos0 = 7;  // positions 7..10 -> cells 2, 3, 4, 0
+  const size_t row_bytes = row_size(GgmlType::Q8_0, row);
+  auto k = random_vector(static_cast<size_t>(n * row), 52, 3.0f);
+  auto v = random_vector(static_cast<size_t>(n * row), 53);
+  std::vector<uint8_t> init(static_cast<size_t>(cells) * row_bytes, 0x77);
+  auto dk = to_device(k), dv = to_device(v), kc = to_device(init), vc = to_device(init);
+  for (bool device_pos : {false, true}) {
+    std::vector<int64_t> pos_host = {pos0};
+    auto dpos = to_device(pos_host);
+    ASSERT_EQ(kernels::launch_kv_store_q8_0(
+                  f32(dk), f32(dv), n, row, device_pos ? -1 : pos0, cells,
+                  static_cast<uint8_t*>(kc.data()), static_cast<uint8_t*>(vc.data()), nullptr,
+                  device_pos ? static_cast<const int64_t*>(dpos.data()) : nullptr),
+              cudaSuccess);
+    const auto kout = from_device<uint8_t>(kc, init.size());
+    const auto vout = from_device<uint8_t>(vc, init.size());
+    std::vector<uint8_t> want(row_bytes);
+    for (int64_t t = 0; t < n; ++t) {
+      const size_t cell = static_cast<size_t>((pos0 + t) % cells);
+      quantize_row(GgmlType::Q8_0, k.data() + t * row, want.data(), row);
+      ASSERT_TRUE(std::equal(want.begin(), want.end(), kout.begin() + cell * row_bytes)) << t;
+      quantize_row(GgmlType::Q8_0, v.data() + t * row, want.data(), row);
+      ASSERT_TRUE(std::equal(want.begin(), want.end(), vout.begin() + cell * row_bytes)) << t;
+    }
+    for (size_t i = 0; i < row_bytes; ++i) ASSERT_EQ(kout[row_bytes + i], 0x77);  // cell 1
+  }
+}
+
+// Attention over an F16 (or Q8_0) cache filled position by position (rings overwrite old
+// cells), against cpu::attention on the same rounded keys/values (and a float64 reference with
+// soft-cap).
 struct AttentionCase {
   int64_t head_dim, n_head, n_head_kv, window, n_tokens, pos0;
   float scale, cap;
 };
 
 // n_split 0: the prefill (flash) kernel instead of the decode kernel.
-void check_attention(const AttentionCase& c, int n_split) {
+void check_attention(const AttentionCase& c, int n_split,
+                     kernels::KvFormat format = kernels::KvFormat::kF16) {
   const int64_t row = c.n_head_kv * c.head_dim, end = c.pos0 + c.n_tokens;
   const int64_t cells = c.window > 0 ? std::min(end, c.window - 1 + c.n_tokens) : end + 3;
-  std::vector<uint16_t> kc(static_cast<size_t>(cells * row)), vc(kc.size());
+  const bool q8 = format == kernels::KvFormat::kQ8_0;
+  const size_t cell_bytes = q8 ? row_size(GgmlType::Q8_0, row) : static_cast<size_t>(row) * 2;
+  std::vector<uint8_t> kc(static_cast<size_t>(cells) * cell_bytes), vc(kc.size());
   std::vector<float> k_all(static_cast<size_t>(end * row)), v_all(k_all.size());
   auto k_src = random_vector(k_all.size(), 60), v_src = random_vector(k_all.size(), 61);
   for (int64_t p = 0; p < end; ++p) {
+    uint8_t* kd = kc.data() + static_cast<size_t>(p % cells) * cell_bytes;
+    uint8_t* vd = vc.data() + static_cast<size_t>(p % cells) * cell_bytes;
+    const size_t at = static_cast<size_t>(p * row);
+    if (q8) {  // the CPU cache's bytes, and the values it hands back
+      quantize_row(GgmlType::Q8_0, k_src.data() + at, kd, row);
+      quantize_row(GgmlType::Q8_0, v_src.data() + at, vd, row);
+      dequantize_row(GgmlType::Q8_0, kd, k_all.data() + at, row);
+      dequantize_row(GgmlType::Q8_0, vd, v_all.data() + at, row);
+      continue;
+    }
     for (int64_t i = 0; i < row; ++i) {
-      const size_t at = static_cast<size_t>(p * row + i);
-      const uint16_t kh = cpu::fp32_to_fp16(k_src[at]), vh = cpu::fp32_to_fp16(v_src[at]);
-      kc[static_cast<size_t>((p % cells) * row + i)] = kh;
-      vc[static_cast<size_t>((p % cells) * row + i)] = vh;
-      k_all[at] = cpu::fp16_to_fp32(kh);
-      v_all[at] = cpu::fp16_to_fp32(vh);
+      const uint16_t kh = cpu::fp32_to_fp16(k_src[at + i]), vh = cpu::fp32_to_fp16(v_src[at + i]);
+      std::memcpy(kd + 2 * i, &kh, 2);
+      std::memcpy(vd + 2 * i, &vh, 2);
+      k_all[at + i] = cpu::fp16_to_fp32(kh);
+      v_all[at + i] = cpu::fp16_to_fp32(vh);
     }
   }
   auto q = random_vector(static_cast<size_t>(c.n_tokens * c.n_head * c.head_dim), 62);
@@ -278,16 +316,15 @@ void check_attention(const AttentionCase& c, int n_split) {
       kernels::attention_partials_floats(c.n_tokens, c.n_head, c.head_dim, n_split);
   cuda::DeviceBuffer partials(std::max<size_t>(1, partial_floats) * 4);
   if (n_split == 0) {
-    ASSERT_EQ(kernels::launch_attention_prefill(f32(dq), static_cast<uint16_t*>(dk.data()),
-                                                static_cast<uint16_t*>(dv.data()), c.n_tokens,
-                                                c.pos0, cells, c.n_head, c.n_head_kv, c.head_dim,
-                                                c.window, c.scale, c.cap, f32(dout), nullptr),
+    ASSERT_EQ(kernels::launch_attention_prefill(f32(dq), dk.data(), dv.data(), c.n_tokens, c.pos0,
+                                                cells, c.n_head, c.n_head_kv, c.head_dim, c.window,
+                                                c.scale, c.cap, f32(dout), nullptr, format),
               cudaSuccess);
   } else {
-    ASSERT_EQ(kernels::launch_attention_decode(
-                  f32(dq), static_cast<uint16_t*>(dk.data()), static_cast<uint16_t*>(dv.data()),
-                  c.n_tokens, c.pos0, cells, c.n_head, c.n_head_kv, c.head_dim, c.window, c.scale,
-                  c.cap, n_split, f32(partials), f32(dout), nullptr),
+    ASSERT_EQ(kernels::launch_attention_decode(f32(dq), dk.data(), dv.data(), c.n_tokens, c.pos0,
+                                               cells, c.n_head, c.n_head_kv, c.head_dim, c.window,
+                                               c.scale, c.cap, n_split, f32(partials), f32(dout),
+                                               nullptr, nullptr, format),
               cudaSuccess);
   }
   const auto out = from_device<float>(dout, q.size());
@@ -334,7 +371,7 @@ void check_attention(const AttentionCase& c, int n_split) {
     ASSERT_NEAR(out[i], ref[i], 2e-4f)
         << "head_dim " << c.head_dim << " heads " << c.n_head << "/" << c.n_head_kv << " window "
         << c.window << " tokens " << c.n_tokens << " pos0 " << c.pos0 << " cap " << c.cap
-        << " splits " << n_split << " at " << i;
+        << " splits " << n_split << " q8_0 " << q8 << " at " << i;
   }
 }
 
@@ -352,6 +389,9 @@ TEST_F(CudaOps, AttentionDecodeMatchesCpu) {
   for (const AttentionCase& c : cases) {
     for (int n_split : {1, 3, 7}) check_attention(c, n_split);
     check_attention(c, kernels::attention_split_count(c.pos0 + c.n_tokens, c.n_tokens, c.n_head));
+    // Q8_0 cache (--kv-type q8_0)
+    check_attention(c, 1, kernels::KvFormat::kQ8_0);
+    check_attention(c, 3, kernels::KvFormat::kQ8_0);
   }
 }
 
@@ -370,7 +410,10 @@ TEST_F(CudaOps, AttentionPrefillMatchesCpu) {
       {128, 6, 2, 0, 23, 50, 0.125f, 50.0f},     // soft-capped scores, group 3
       {192, 3, 3, 5, 9, 3, 0.1f, 0},             // head_dim 192, window 5
   };
-  for (const AttentionCase& c : cases) check_attention(c, 0);
+  for (const AttentionCase& c : cases) {
+    check_attention(c, 0);
+    check_attention(c, 0, kernels::KvFormat::kQ8_0);
+  }
 }
 
 // The decode graph passes the position in device memory: every kernel that reads it must give

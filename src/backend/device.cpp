@@ -67,10 +67,14 @@ class CudaGemma4Impl : public CudaGemma4 {
 
   std::string describe() const override {
     const cuda::DeviceInfo& d = model_->device();
-    std::string text =
-        fmt::format("CUDA device {} ({}, sm_{}{}): weights {:.0f} MiB of device memory", d.index,
-                    d.name, d.compute_major, d.compute_minor,
-                    static_cast<double>(model_->weight_bytes()) / (1024.0 * 1024.0));
+    constexpr double kMiB = 1024.0 * 1024.0;
+    std::string text = fmt::format(
+        "CUDA device {} ({}, sm_{}{}): weights {:.0f} MiB of device memory, {:.0f} of {:.0f} MiB "
+        "free after loading",
+        d.index, d.name, d.compute_major, d.compute_minor,
+        static_cast<double>(model_->weight_bytes()) / kMiB,
+        static_cast<double>(model_->free_bytes_after_load()) / kMiB,
+        static_cast<double>(model_->total_bytes()) / kMiB);
     if (model_->converted_tensors() > 0) {
       text += fmt::format(" ({} tensors converted to F16)", model_->converted_tensors());
     }

@@ -11,6 +11,8 @@
 #include <string>
 
 #include "backend/cpu/ops.h"
+#include "backend/cuda/cublas_linear.h"
+#include "backend/cuda/gemma4_math.h"
 #include "gemm_quant.cuh"
 #include "gemv_quant.cuh"
 #include "gguf/gguf.h"
@@ -35,6 +37,10 @@ size_t align_up(size_t n) {
   return (n + kAlign - 1) / kAlign * kAlign;
 }
 
+std::string mib(size_t bytes) {
+  return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / kMiB);
+}
+
 // A weight matrix in device memory: y[n][rows] = x[n][cols] W^T (times scale).
 struct DeviceMatrix {
   GgmlType type = GgmlType::F32;
@@ -43,6 +49,22 @@ struct DeviceMatrix {
   size_t row_stride = 0;
   float scale = 1.0f;
   bool present() const { return data != nullptr; }
+};
+
+// A stack of n_expert matrices of rows x cols in device memory, expert e at data +
+// e * expert_stride (the GGUF's [cols, rows, n_expert] *_exps tensor, uploaded whole). scale:
+// device [n_expert] per-expert output scales, or null.
+struct DeviceExperts {
+  GgmlType type = GgmlType::F32;
+  const void* data = nullptr;
+  int64_t rows = 0, cols = 0;
+  size_t row_stride = 0, expert_stride = 0;
+  const float* scale = nullptr;
+  bool present() const { return data != nullptr; }
+  // rows [row0, row0 + n) of every expert (the gate or up half of a merged gate_up stack)
+  const void* rows_from(int64_t row0) const {
+    return static_cast<const uint8_t*>(data) + static_cast<size_t>(row0) * row_stride;
+  }
 };
 
 }  // namespace
@@ -54,6 +76,14 @@ struct Gemma4CudaModel::Weights {
     const float* post_norm = nullptr;
     DeviceMatrix q, k, v, o, gate, up, down, inp_gate, proj;
     float output_scale = 1.0f;
+    // MoE layers (§5.7): router [E][D] with its input scale [D], the branch norms, and the
+    // experts as one merged gate_up stack [E][2F][D] or split gate/up stacks [E][F][D], down
+    // [E][D][F]
+    bool moe = false;
+    DeviceMatrix router;
+    const float *router_scale = nullptr, *pre_ffw_norm_2 = nullptr;
+    const float *post_ffw_norm_1 = nullptr, *post_ffw_norm_2 = nullptr;
+    DeviceExperts gate_up_exps, gate_exps, up_exps, down_exps;
   };
   DeviceBuffer arena;  // every tensor, kAlign-aligned
   size_t bytes = 0;
@@ -67,7 +97,31 @@ std::string gemma4_unsupported_reason(const Gemma4Model& model) {
   const Gemma4Config& c = model.config();
   for (int64_t il = 0; il < c.n_layer; ++il) {
     const Gemma4LayerConfig& lc = c.layers[static_cast<size_t>(il)];
-    if (model.layer(il).is_moe()) return fmt::format("layer {} is a mixture of experts", il);
+    const Gemma4Layer& layer = model.layer(il);
+    if (layer.is_moe()) {
+      if (c.n_expert_used < 1 || c.n_expert_used > c.n_expert ||
+          c.n_expert_used * Gemma4CudaSession::kMaxBatch > 65535) {
+        return fmt::format("layer {} uses {} of {} experts", il, c.n_expert_used, c.n_expert);
+      }
+      if (c.n_ff_exp % 32 != 0) {
+        return fmt::format("expert width {} is not a multiple of 32", c.n_ff_exp);
+      }
+      if (!layer.ffn_gate_inp_scale.data || !layer.pre_ffw_norm_2.data ||
+          !layer.post_ffw_norm_1.data || !layer.post_ffw_norm_2.data || !layer.ffn_gate.present()) {
+        return fmt::format("layer {} lacks a tensor of the 26B-A4B MoE layout", il);
+      }
+      for (const ExpertMatrices* x :
+           {&layer.gate_up_exps, &layer.gate_exps, &layer.up_exps, &layer.down_exps}) {
+        if (x->present() &&
+            x->expert_stride != x->first.row_stride * static_cast<size_t>(x->first.rows)) {
+          return fmt::format("layer {}: expert matrices are not stored back to back", il);
+        }
+        if (!x->scale.empty() && static_cast<int64_t>(x->scale.size()) != c.n_expert) {
+          return fmt::format("layer {}: {} expert scales for {} experts", il, x->scale.size(),
+                             c.n_expert);
+        }
+      }
+    }
     if (lc.head_dim % 64 != 0 || lc.head_dim > 512) {
       return fmt::format("layer {} has head size {} (the kernel takes multiples of 64 up to 512)",
                          il, lc.head_dim);
@@ -105,6 +159,20 @@ class Uploader {
       place(w.data, out->row_stride * static_cast<size_t>(w.rows), true, w, &out->data);
     }
     return out;
+  }
+  // A stack of n_expert matrices uploaded as one block (converted to F16 rows like matrix()).
+  void experts(const ExpertMatrices& m, int64_t n_expert, DeviceExperts* out) {
+    if (!m.present()) return;
+    WeightView all = m.first;  // the stack as rows * n_expert rows (checked contiguous)
+    all.rows = m.first.rows * n_expert;
+    out->rows = m.first.rows;
+    out->cols = m.first.cols;
+    const bool convert = !kernels::has_sub32_block(static_cast<uint32_t>(all.type));
+    out->type = convert ? GgmlType::F16 : all.type;
+    out->row_stride = convert ? static_cast<size_t>(all.cols) * 2 : all.row_stride;
+    out->expert_stride = out->row_stride * static_cast<size_t>(out->rows);
+    place(all.data, out->row_stride * static_cast<size_t>(all.rows), convert, all, &out->data);
+    if (!m.scale.empty()) vector(F32Vector{m.scale.data(), n_expert}, &out->scale);
   }
   void vector(const F32Vector& v, const float** out) {
     if (!v.data) return;
@@ -171,21 +239,14 @@ class Uploader {
 
 }  // namespace
 
-Gemma4CudaModel::Gemma4CudaModel(const Gemma4Model& model, int device_index)
-    : host_(model), weights_(std::make_unique<Weights>()) {
-  std::string why;
-  auto info = probe_device(device_index, &why);
-  if (!info) fail("no usable CUDA device: {}", why);
-  device_ = *info;
-  if (std::string reason = gemma4_unsupported_reason(model); !reason.empty()) {
-    fail("{}: cannot run on CUDA: {}", model.file().path(), reason);
-  }
+namespace {
+
+// Hands every tensor of `model` to the uploader, pointers into `w`.
+void collect_weights(const Gemma4Model& model, Gemma4CudaModel::Weights& w, Uploader& up) {
   const Gemma4Config& c = model.config();
-  Weights& w = *weights_;
   // The pointers handed to the uploader are filled by upload(), so they must not move: size
   // the layer vector first.
   w.layers.resize(static_cast<size_t>(c.n_layer));
-  Uploader up;
   up.matrix(model.token_embd(), 1.0f, &w.token_embd);
   up.matrix(model.output().w, model.output().scale, &w.output);
   up.vector(model.output_norm(), &w.output_norm);
@@ -196,7 +257,7 @@ Gemma4CudaModel::Gemma4CudaModel(const Gemma4Model& model, int device_index)
   }
   for (int64_t il = 0; il < c.n_layer; ++il) {
     const Gemma4Layer& h = model.layer(il);
-    Weights::Layer& d = w.layers[static_cast<size_t>(il)];
+    Gemma4CudaModel::Weights::Layer& d = w.layers[static_cast<size_t>(il)];
     up.vector(h.attn_norm, &d.attn_norm);
     up.matrix(h.attn_q.w, h.attn_q.scale, &d.q);
     up.vector(h.attn_q_norm, &d.q_norm);
@@ -217,7 +278,52 @@ Gemma4CudaModel::Gemma4CudaModel(const Gemma4Model& model, int device_index)
       up.matrix(h.proj.w, h.proj.scale, &d.proj);
       up.vector(h.post_norm, &d.post_norm);
     }
+    if (h.is_moe()) {
+      d.moe = true;
+      up.matrix(h.ffn_gate_inp.w, h.ffn_gate_inp.scale, &d.router);
+      up.vector(h.ffn_gate_inp_scale, &d.router_scale);
+      up.vector(h.pre_ffw_norm_2, &d.pre_ffw_norm_2);
+      up.vector(h.post_ffw_norm_1, &d.post_ffw_norm_1);
+      up.vector(h.post_ffw_norm_2, &d.post_ffw_norm_2);
+      up.experts(h.gate_up_exps, c.n_expert, &d.gate_up_exps);
+      up.experts(h.gate_exps, c.n_expert, &d.gate_exps);
+      up.experts(h.up_exps, c.n_expert, &d.up_exps);
+      up.experts(h.down_exps, c.n_expert, &d.down_exps);
+    }
     d.output_scale = h.output_scale;
+  }
+}
+
+}  // namespace
+
+size_t gemma4_cuda_weight_bytes(const Gemma4Model& model) {
+  Gemma4CudaModel::Weights w;
+  Uploader up;
+  collect_weights(model, w, up);
+  return up.total();
+}
+
+Gemma4CudaModel::Gemma4CudaModel(const Gemma4Model& model, int device_index)
+    : host_(model), weights_(std::make_unique<Weights>()) {
+  std::string why;
+  auto info = probe_device(device_index, &why);
+  if (!info) fail("no usable CUDA device: {}", why);
+  device_ = *info;
+  if (std::string reason = gemma4_unsupported_reason(model); !reason.empty()) {
+    fail("{}: cannot run on CUDA: {}", model.file().path(), reason);
+  }
+  Weights& w = *weights_;
+  Uploader up;
+  collect_weights(model, w, up);
+  {  // one clear error before allocating when the weights cannot fit
+    size_t free_bytes = 0, total_bytes = 0;
+    check(cudaSetDevice(device_.index), "cudaSetDevice");
+    check(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
+    if (std::string why =
+            device_memory_shortfall("the weights", up.total(), free_bytes, total_bytes);
+        !why.empty()) {
+      fail("{}: {}", model.file().path(), why);
+    }
   }
   try {
     up.upload(w.arena);
@@ -228,6 +334,7 @@ Gemma4CudaModel::Gemma4CudaModel(const Gemma4Model& model, int device_index)
   // cudaMemcpy from pageable memory may return before its DMA has landed, and sessions run on
   // non-blocking streams that do not wait for the legacy stream: finish the uploads here.
   check(cudaDeviceSynchronize(), "weight upload");
+  check(cudaMemGetInfo(&free_after_load_, &total_bytes_), "cudaMemGetInfo");
   w.bytes = up.total();
   w.converted = up.converted();
 }
@@ -245,13 +352,22 @@ int Gemma4CudaModel::converted_tensors() const {
 
 struct Gemma4CudaSession::State {
   cudaStream_t stream = nullptr;
-  DeviceBuffer kv;              // K and V of every owning layer
-  std::vector<uint16_t*> k, v;  // per layer (shared layers point at their source)
-  std::vector<int64_t> cells;   // per layer: cells of the storage it reads
+  DeviceBuffer kv;  // K and V of every owning layer
+  // F16 values, or Q8_0 blocks (--kv-type q8_0: 34 bytes per 32 values, the CPU cache's bytes)
+  kernels::KvFormat kv_format = kernels::KvFormat::kF16;
+  std::vector<uint8_t*> k, v;  // per layer (shared layers point at their source)
+  std::vector<int64_t> cells;  // per layer: cells of the storage it reads
   DeviceBuffer scratch;
   float *h = nullptr, *a = nullptr, *o = nullptr, *q = nullptr, *kx = nullptr, *vx = nullptr;
   float *attn = nullptr, *gate = nullptr, *up = nullptr, *ple = nullptr, *ple_tok = nullptr;
   float *logits = nullptr, *partials = nullptr;
+  // MoE (§5.7): router logits [B][E]; per (token, slot) pair the routing weight [B*K], the
+  // expert index [B*K], the expert's gate and up rows [B*K][F] and down output [B*K][D]; the
+  // weighted expert sum [B][D]
+  float *router = nullptr, *moe_weights = nullptr, *moe_gate = nullptr, *moe_up = nullptr;
+  float *moe_y = nullptr, *moe_sum = nullptr;
+  int32_t* moe_selected = nullptr;
+  int32_t* moe_order = nullptr;  // [B*K] the pairs grouped by expert (batches)
   int32_t* tokens = nullptr;
   size_t partial_floats = 0;
   PinnedBuffer pinned;  // tokens, per-layer embedding rows, logits
@@ -270,6 +386,10 @@ struct Gemma4CudaSession::State {
   // BOLTRT_CUDA_GEMM=0: batches through the GEMV and decode attention kernels only (A/B runs,
   // a fallback should the tensor-core path misbehave on a new device)
   bool use_prefill_kernels = true;
+  // cuBLAS for F16/BF16 matrices in batches (BOLTRT_CUDA_CUBLAS=0: the tensor-core GEMM of
+  // kernels/ for them too); blas_scratch holds the batch's activations as f16/bf16
+  std::unique_ptr<CublasLinear> cublas;
+  void* blas_scratch = nullptr;
   int64_t* pos = nullptr;       // device: the position of the single token
   int64_t* host_pos = nullptr;  // pinned staging for it
   std::map<int64_t, cudaGraphExec_t> graphs;
@@ -280,47 +400,62 @@ struct Gemma4CudaSession::State {
   }
   ~State() {
     drop_graphs();
+    cublas.reset();  // its handle is bound to the stream
     if (stream) cudaStreamDestroy(stream);
   }
 };
 
-Gemma4CudaSession::Gemma4CudaSession(std::shared_ptr<const Gemma4CudaModel> model,
-                                     const SessionOptions& options)
-    : model_(std::move(model)), state_(std::make_unique<State>()) {
-  const Gemma4Model& host = model_->host();
+namespace {
+
+// A session's device memory, computed from the model alone (no device): the constructor
+// allocates exactly this, gemma4_cuda_session_memory reports it, and the out-of-memory check
+// compares it with the free memory before allocating.
+struct SessionPlan {
+  int64_t n_ctx = 0, n_batch = 0;
+  kernels::KvFormat kv_format = kernels::KvFormat::kF16;
+  std::vector<int64_t> cells;     // per layer: cells of the storage it reads
+  std::vector<size_t> kv_offset;  // per owning layer: its K at the offset, V after it
+  std::vector<size_t> v_offset;   // per owning layer: V relative to K
+  size_t kv_bytes = 0;
+  size_t partial_floats = 0;
+  std::vector<int64_t> floats;  // scratch slots, in State's order (see the constructor)
+  size_t scratch_bytes = 0;
+};
+
+SessionPlan plan_session(const Gemma4Model& host, const SessionOptions& options) {
   const Gemma4Config& c = host.config();
-  if (options.kv_type != KvType::F16) {
-    fail("the CUDA backend keeps its KV cache in f16; --kv-type {} is not supported",
+  if (options.kv_type != KvType::F16 && options.kv_type != KvType::Q8_0) {
+    fail("the CUDA backend keeps its KV cache in f16 or q8_0; --kv-type {} is not supported",
          kv_type_name(options.kv_type));
   }
   if (options.n_ctx <= 0) fail("context size {} must be > 0", options.n_ctx);
-  n_ctx_ = c.n_ctx_train > 0 ? std::min(options.n_ctx, c.n_ctx_train) : options.n_ctx;
-  n_batch_ = std::max<int64_t>(1, std::min({options.n_batch, kMaxBatch, n_ctx_}));
-  State& s = *state_;
-  check(cudaSetDevice(model_->device().index), "cudaSetDevice");
-  check(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking), "cudaStreamCreate");
-
+  SessionPlan plan;
+  plan.n_ctx = c.n_ctx_train > 0 ? std::min(options.n_ctx, c.n_ctx_train) : options.n_ctx;
+  plan.n_batch =
+      std::max<int64_t>(1, std::min({options.n_batch, Gemma4CudaSession::kMaxBatch, plan.n_ctx}));
+  plan.kv_format =
+      options.kv_type == KvType::Q8_0 ? kernels::KvFormat::kQ8_0 : kernels::KvFormat::kF16;
+  // bytes of one cell of a layer's K (or V) cache: rows of n_head_kv * head_dim values (a
+  // multiple of 64: whole Q8_0 blocks)
+  auto cell_bytes = [&](const Gemma4LayerConfig& lc) {
+    const int64_t row = lc.n_head_kv * lc.head_dim;
+    return static_cast<size_t>(plan.kv_format == kernels::KvFormat::kQ8_0 ? q8_0_row_bytes(row)
+                                                                          : row * 2);
+  };
   // KV cache: full layers keep n_ctx cells, window layers a ring of window - 1 + n_batch
   // (the window of the oldest query of a micro-batch plus the micro-batch), like KvCache.
   const size_t L = static_cast<size_t>(c.n_layer);
-  std::vector<size_t> offset(L, 0);
-  size_t kv_bytes = 0;
-  s.cells.assign(L, 0);
+  plan.cells.assign(L, 0);
+  plan.kv_offset.assign(L, 0);
+  plan.v_offset.assign(L, 0);
   for (size_t il = 0; il < L; ++il) {
     const Gemma4LayerConfig& lc = c.layers[il];
     if (lc.kv_source >= 0) continue;
-    s.cells[il] = lc.sliding ? std::min(n_ctx_, c.n_swa - 1 + n_batch_) : n_ctx_;
-    offset[il] = kv_bytes;
-    kv_bytes += 2 * align_up(static_cast<size_t>(s.cells[il] * lc.n_head_kv * lc.head_dim) * 2);
+    plan.cells[il] = lc.sliding ? std::min(plan.n_ctx, c.n_swa - 1 + plan.n_batch) : plan.n_ctx;
+    plan.kv_offset[il] = plan.kv_bytes;
+    plan.v_offset[il] = align_up(static_cast<size_t>(plan.cells[il]) * cell_bytes(lc));
+    plan.kv_bytes += 2 * plan.v_offset[il];
   }
-  try {
-    s.kv = DeviceBuffer(kv_bytes);
-  } catch (const Error& e) {
-    fail("the KV cache for {} tokens needs {:.1f} MiB of device memory: {}", n_ctx_,
-         static_cast<double>(kv_bytes) / kMiB, e.what());
-  }
-  s.k.assign(L, nullptr);
-  s.v.assign(L, nullptr);
   for (size_t il = 0; il < L; ++il) {
     const Gemma4LayerConfig& lc = c.layers[il];
     const size_t src = lc.kv_source >= 0 ? static_cast<size_t>(lc.kv_source) : il;
@@ -328,15 +463,11 @@ Gemma4CudaSession::Gemma4CudaSession(std::shared_ptr<const Gemma4CudaModel> mode
     if (sc.kv_source >= 0 || sc.n_head_kv != lc.n_head_kv || sc.head_dim != lc.head_dim) {
       fail("layer {} shares the KV of layer {} whose layout differs", il, src);
     }
-    auto* base = static_cast<uint8_t*>(s.kv.data()) + offset[src];
-    s.k[il] = reinterpret_cast<uint16_t*>(base);
-    s.v[il] = reinterpret_cast<uint16_t*>(
-        base + align_up(static_cast<size_t>(s.cells[src] * sc.n_head_kv * sc.head_dim) * 2));
-    s.cells[il] = s.cells[src];
+    plan.cells[il] = plan.cells[src];
   }
 
   // scratch for n_batch tokens
-  const int64_t B = n_batch_, D = c.n_embd, P = c.n_embd_per_layer, LP = c.n_layer * P;
+  const int64_t B = plan.n_batch, D = c.n_embd, P = c.n_embd_per_layer, LP = c.n_layer * P;
   int64_t q_width = 0, kv_width = 0, ff = 0, max_hd = 0;
   for (const Gemma4LayerConfig& lc : c.layers) {
     q_width = std::max(q_width, lc.n_head * lc.head_dim);
@@ -344,34 +475,105 @@ Gemma4CudaSession::Gemma4CudaSession(std::shared_ptr<const Gemma4CudaModel> mode
     ff = std::max({ff, lc.n_ff, P});
     max_hd = std::max(max_hd, lc.head_dim);
   }
+  for (int64_t il = 0; il < c.n_layer; ++il) ff = std::max(ff, host.layer(il).ffn_gate.w.rows);
+  const bool any_moe = c.n_expert > 0;
+  const int64_t E = any_moe ? c.n_expert : 0, K = any_moe ? c.n_expert_used : 0;
+  const int64_t F = any_moe ? c.n_ff_exp : 0;
   // split-KV partial states: attention_split_count keeps tokens * heads * splits <= 512
-  s.partial_floats = static_cast<size_t>(512 * (max_hd + 2));
+  plan.partial_floats = static_cast<size_t>(512 * (max_hd + 2));
+  const int64_t logit_rows = 1;  // grown on demand by all_logits calls
+  plan.floats = {B * D, B * D, B * D, B * q_width, B * kv_width, B * kv_width, B * q_width, B * ff,
+                 B * ff, B * LP, B * LP, logit_rows * c.n_vocab,
+                 static_cast<int64_t>(plan.partial_floats), B * E, B * K, B * K * F, B * K * F,
+                 B * K * D, B * D,
+                 B * K,  // int32 expert indices
+                 B * K,  // int32 pair order (grouped by expert)
+                 // cuBLAS activations: B rows of the widest matrix input, as halves
+                 (B * std::max({D, q_width, ff}) + 1) / 2,
+                 B,   // int32 tokens
+                 2};  // int64 position
+  for (int64_t f : plan.floats) plan.scratch_bytes += align_up(static_cast<size_t>(f) * 4);
+  return plan;
+}
+
+}  // namespace
+
+std::string device_memory_shortfall(const std::string& what, size_t need, size_t free_bytes,
+                                    size_t total_bytes) {
+  if (need <= free_bytes) return "";
+  return fmt::format("out of device memory: {} need {}, {} of {} free (short by {})", what,
+                     mib(need), mib(free_bytes), mib(total_bytes), mib(need - free_bytes));
+}
+
+SessionMemory gemma4_cuda_session_memory(const Gemma4Model& model, const SessionOptions& options) {
+  const SessionPlan plan = plan_session(model, options);
+  return {plan.kv_bytes, plan.scratch_bytes};
+}
+
+Gemma4CudaSession::Gemma4CudaSession(std::shared_ptr<const Gemma4CudaModel> model,
+                                     const SessionOptions& options)
+    : model_(std::move(model)), state_(std::make_unique<State>()) {
+  const Gemma4Model& host = model_->host();
+  const Gemma4Config& c = host.config();
+  const SessionPlan plan = plan_session(host, options);
+  n_ctx_ = plan.n_ctx;
+  n_batch_ = plan.n_batch;
+  State& s = *state_;
+  s.kv_format = plan.kv_format;
+  check(cudaSetDevice(model_->device().index), "cudaSetDevice");
+  {  // one clear error before allocating anything when the session cannot fit
+    size_t free_bytes = 0, total_bytes = 0;
+    check(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
+    const std::string what = fmt::format(
+        "the KV cache for {} tokens ({}, {}) and {} of scratch for batches of {}", n_ctx_,
+        kv_type_name(options.kv_type), mib(plan.kv_bytes), mib(plan.scratch_bytes), n_batch_);
+    if (std::string why = device_memory_shortfall(what, plan.kv_bytes + plan.scratch_bytes,
+                                                  free_bytes, total_bytes);
+        !why.empty()) {
+      fail("{} (the weights hold {}; try a smaller --ctx-size{})", why, mib(model_->weight_bytes()),
+           options.kv_type == KvType::F16 ? " or --kv-type q8_0" : "");
+    }
+  }
+  check(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking), "cudaStreamCreate");
+
+  const size_t L = static_cast<size_t>(c.n_layer);
+  try {
+    s.kv = DeviceBuffer(plan.kv_bytes);
+  } catch (const Error& e) {
+    fail("the KV cache for {} tokens needs {} of device memory: {}", n_ctx_, mib(plan.kv_bytes),
+         e.what());
+  }
+  s.cells = plan.cells;
+  s.k.assign(L, nullptr);
+  s.v.assign(L, nullptr);
+  for (size_t il = 0; il < L; ++il) {
+    const Gemma4LayerConfig& lc = c.layers[il];
+    const size_t src = lc.kv_source >= 0 ? static_cast<size_t>(lc.kv_source) : il;
+    auto* base = static_cast<uint8_t*>(s.kv.data()) + plan.kv_offset[src];
+    s.k[il] = base;
+    s.v[il] = base + plan.v_offset[src];
+  }
+
+  // scratch for n_batch tokens
+  const int64_t B = n_batch_, P = c.n_embd_per_layer, LP = c.n_layer * P;
+  s.partial_floats = plan.partial_floats;
   s.logit_rows = 1;
-  const int64_t floats[] = {B * D,
-                            B * D,
-                            B * D,
-                            B * q_width,
-                            B * kv_width,
-                            B * kv_width,
-                            B * q_width,
-                            B * ff,
-                            B * ff,
-                            B * LP,
-                            B * LP,
-                            s.logit_rows * c.n_vocab,
-                            static_cast<int64_t>(s.partial_floats),
-                            B,
-                            2};
-  size_t total = 0;
-  for (int64_t f : floats) total += align_up(static_cast<size_t>(f) * 4);
-  s.scratch = DeviceBuffer(total);
+  const std::vector<int64_t>& floats = plan.floats;
+  s.scratch = DeviceBuffer(plan.scratch_bytes);
   auto* p = static_cast<uint8_t*>(s.scratch.data());
-  float** slots[] = {&s.h,    &s.a,  &s.o,   &s.q,       &s.kx,     &s.vx,      &s.attn,
-                     &s.gate, &s.up, &s.ple, &s.ple_tok, &s.logits, &s.partials};
+  float *selected = nullptr, *order = nullptr, *blas_scratch = nullptr;
+  float** slots[] = {&s.h,        &s.a,      &s.o,           &s.q,         &s.kx,      &s.vx,
+                     &s.attn,     &s.gate,   &s.up,          &s.ple,       &s.ple_tok, &s.logits,
+                     &s.partials, &s.router, &s.moe_weights, &s.moe_gate,  &s.moe_up,  &s.moe_y,
+                     &s.moe_sum,  &selected, &order,         &blas_scratch};
+  if (std::size(slots) + 2 != floats.size()) fail("session scratch plan out of step");
   for (size_t i = 0; i < std::size(slots); ++i) {
     *slots[i] = reinterpret_cast<float*>(p);
     p += align_up(static_cast<size_t>(floats[i]) * 4);
   }
+  s.moe_selected = reinterpret_cast<int32_t*>(selected);
+  s.moe_order = reinterpret_cast<int32_t*>(order);
+  s.blas_scratch = blas_scratch;
   s.tokens = reinterpret_cast<int32_t*>(p);
   p += align_up(static_cast<size_t>(B) * 4);
   s.pos = reinterpret_cast<int64_t*>(p);
@@ -393,6 +595,9 @@ Gemma4CudaSession::Gemma4CudaSession(std::shared_ptr<const Gemma4CudaModel> mode
   }
   if (const char* env = std::getenv("BOLTRT_CUDA_GEMM"); env && std::string(env) == "0") {
     s.use_prefill_kernels = false;
+  }
+  if (const char* env = std::getenv("BOLTRT_CUDA_CUBLAS"); !env || std::string(env) != "0") {
+    s.cublas = std::make_unique<CublasLinear>();
   }
 }
 
@@ -457,11 +662,26 @@ std::span<const float> Gemma4CudaSession::decode(std::span<const int32_t> tokens
 
 namespace {
 
-// y[n][rows] = x[n][cols] W^T: the tensor-core GEMM for prefill chunks and verify batches
-// (n >= kGemmMinBatch, unless gemm is false), else GEMV batches of up to kGemvMaxBatch rows.
+// How batches of n >= kGemmMinBatch rows multiply: on (else GEMV batches), and the cuBLAS
+// GEMM for F16/BF16 matrices when blas is set (its activation scratch: B * max cols halves).
+struct GemmPath {
+  bool on = true;
+  CublasLinear* blas = nullptr;
+  void* blas_scratch = nullptr;
+};
+
+// y[n][rows] = x[n][cols] W^T: for prefill chunks and verify batches (n >= kGemmMinBatch,
+// unless gemm.on is false) cuBLAS for F16/BF16 matrices, the tensor-core GEMM of
+// kernels/gemm_quant_mma.cu for the block formats; else GEMV batches of up to kGemvMaxBatch rows.
 void linear(const DeviceMatrix& m, const float* x, int64_t n, float* y, cudaStream_t stream,
-            bool gemm) {
-  if (gemm && n >= kernels::kGemmMinBatch) {
+            const GemmPath& gemm) {
+  if (gemm.on && n >= kernels::kGemmMinBatch && gemm.blas && CublasLinear::supports(m.type)) {
+    gemm.blas->run(m.type, m.data, m.rows, m.cols, m.row_stride, x, n, y, gemm.blas_scratch,
+                   stream);
+    if (m.scale != 1.0f) check(kernels::launch_scale(y, n * m.rows, m.scale, stream), "scale");
+    return;
+  }
+  if (gemm.on && n >= kernels::kGemmMinBatch) {
     check(kernels::launch_gemm_quant(static_cast<uint32_t>(m.type), m.data, m.rows, m.cols,
                                      m.row_stride, x, n, y, stream),
           "gemm");
@@ -545,6 +765,65 @@ void Gemma4CudaSession::forward(const int32_t* tokens, int64_t n, int64_t pos0, 
   if (logits) std::memcpy(logits, s.host_logits, static_cast<size_t>(rows * V) * 4);
 }
 
+// §5.7, from the post-attention residual s.h, the dense branch's output in s.o [n][D]:
+//   o = post_ffw_norm_1(o) + post_ffw_norm_2(sum_j w_j * expert_j(pre_ffw_norm_2(h)))
+// with the router on rms_norm(h) / sqrt(D) * router_scale. Every (token, slot) pair runs as
+// one row of the expert GEMVs (one launch per matrix for the whole batch; the selected
+// experts never leave the device). Mirrors Gemma4Model::feed_forward_moe.
+void Gemma4CudaSession::enqueue_moe(int64_t il, int64_t n) {
+  const Gemma4Config& c = model_->host().config();
+  const Gemma4CudaModel::Weights::Layer& layer = model_->weights().layers[static_cast<size_t>(il)];
+  State& s = *state_;
+  cudaStream_t st = s.stream;
+  const int64_t D = c.n_embd, E = c.n_expert, F = c.n_ff_exp;
+  const int K = static_cast<int>(c.n_expert_used);
+  const int64_t pairs = n * K;
+  const float eps = c.rms_eps;
+  check(kernels::launch_rms_norm(s.o, layer.post_ffw_norm_1, n, D, eps, s.o, st),
+        "post_ffw_norm_1");
+  // router logits [n][E] and the top-K experts of each token
+  check(kernels::launch_rms_norm(s.h, layer.router_scale, n, D, eps, s.a, st), "router norm");
+  check(kernels::launch_scale(s.a, n * D, 1.0f / std::sqrt(static_cast<float>(D)), st),
+        "router scale");
+  linear(layer.router, s.a, n, s.router, st, GemmPath{/*on=*/false});
+  check(kernels::launch_moe_route(s.router, n, static_cast<int>(E), K, s.moe_selected,
+                                  s.moe_weights, st),
+        "moe route");
+  // batches: visit the pairs expert by expert (each expert's weights then come from L2 after
+  // its first pair); a single token's K experts are distinct anyway
+  const int32_t* order = nullptr;
+  if (n > 1) {
+    check(kernels::launch_moe_group(s.moe_selected, pairs, static_cast<int>(E), s.moe_order, st),
+          "moe group");
+    order = s.moe_order;
+  }
+  // experts on pre_ffw_norm_2(h): gate, up [pairs][F] (x shared by a token's K slots)
+  check(kernels::launch_rms_norm(s.h, layer.pre_ffw_norm_2, n, D, eps, s.a, st), "pre_ffw_norm_2");
+  auto experts = [&](const DeviceExperts& x, int64_t row0, int64_t rows, const float* in,
+                     int in_pairs_per_row, float* out, const char* what) {
+    check(kernels::launch_gemv_experts(static_cast<uint32_t>(x.type), x.rows_from(row0), rows,
+                                       x.cols, x.row_stride, x.expert_stride, s.moe_selected, pairs,
+                                       in, in_pairs_per_row, x.scale, out, st, order),
+          what);
+  };
+  if (layer.gate_up_exps.present()) {  // merged [E][2F][D]: gate rows first (no scales)
+    const DeviceExperts& gu = layer.gate_up_exps;
+    DeviceExperts unscaled = gu;
+    unscaled.scale = nullptr;
+    experts(unscaled, 0, F, s.a, K, s.moe_gate, "expert gate");
+    experts(unscaled, F, F, s.a, K, s.moe_up, "expert up");
+  } else {
+    experts(layer.gate_exps, 0, F, s.a, K, s.moe_gate, "expert gate");
+    experts(layer.up_exps, 0, F, s.a, K, s.moe_up, "expert up");
+  }
+  check(kernels::launch_gelu_mul(s.moe_gate, s.moe_up, F, pairs, F, s.moe_gate, st),
+        "expert geglu");
+  experts(layer.down_exps, 0, D, s.moe_gate, 1, s.moe_y, "expert down");  // [pairs][D]
+  check(kernels::launch_moe_combine(s.moe_y, s.moe_weights, n, K, D, s.moe_sum, st), "moe combine");
+  check(kernels::launch_rms_norm_add(s.moe_sum, layer.post_ffw_norm_2, n, D, eps, s.o, st),
+        "post_ffw_norm_2");
+}
+
 void Gemma4CudaSession::enqueue(int64_t n, int64_t pos0, int64_t logit_rows, bool device_pos,
                                 int64_t split_keys) {
   const Gemma4Model& host = model_->host();
@@ -554,7 +833,8 @@ void Gemma4CudaSession::enqueue(int64_t n, int64_t pos0, int64_t logit_rows, boo
   cudaStream_t st = s.stream;
   const int64_t D = c.n_embd, L = c.n_layer, P = c.n_embd_per_layer, V = c.n_vocab;
   const float eps = c.rms_eps;
-  const bool gemm = s.use_prefill_kernels;  // tensor-core GEMM for batches (see linear)
+  // GEMMs for batches (see linear)
+  const GemmPath gemm{s.use_prefill_kernels, s.cublas.get(), s.blas_scratch};
   // device_pos: kernels read the position from s.pos (a graph replays for any position)
   const int64_t* dpos = nullptr;
   if (device_pos) {
@@ -612,18 +892,27 @@ void Gemma4CudaSession::enqueue(int64_t n, int64_t pos0, int64_t logit_rows, boo
       check(kernels::launch_rope_neox(s.kx, n, Hkv, hd, lc.n_rot, pos0, theta_scale, freq_factors,
                                       st, dpos),
             "rope k");
-      check(kernels::launch_kv_store(s.kx, s.vx, n, Hkv * hd, pos0,
-                                     s.cells[static_cast<size_t>(il)], s.k[static_cast<size_t>(il)],
-                                     s.v[static_cast<size_t>(il)], st, dpos),
-            "kv store");
+      uint8_t* k_cache = s.k[static_cast<size_t>(il)];
+      uint8_t* v_cache = s.v[static_cast<size_t>(il)];
+      const int64_t cells = s.cells[static_cast<size_t>(il)];
+      if (s.kv_format == kernels::KvFormat::kQ8_0) {
+        check(kernels::launch_kv_store_q8_0(s.kx, s.vx, n, Hkv * hd, pos0, cells, k_cache, v_cache,
+                                            st, dpos),
+              "kv store");
+      } else {
+        check(kernels::launch_kv_store(s.kx, s.vx, n, Hkv * hd, pos0, cells,
+                                       reinterpret_cast<uint16_t*>(k_cache),
+                                       reinterpret_cast<uint16_t*>(v_cache), st, dpos),
+              "kv store");
+      }
     }
     // many queries: flash attention (K/V tiles shared by a block's queries); a few: the
     // split-KV decode kernel, which spreads one query's keys over many blocks
-    if (n >= kernels::kGemmMinBatch && gemm && !device_pos) {
+    if (n >= kernels::kGemmMinBatch && gemm.on && !device_pos) {
       check(kernels::launch_attention_prefill(
                 s.q, s.k[static_cast<size_t>(il)], s.v[static_cast<size_t>(il)], n, pos0,
                 s.cells[static_cast<size_t>(il)], H, Hkv, hd, lc.sliding ? c.n_swa : 0,
-                /*scale=*/1.0f, /*cap=*/0.0f, s.attn, st),
+                /*scale=*/1.0f, /*cap=*/0.0f, s.attn, st, s.kv_format),
             "prefill attention");
     } else {
       // split over the keys a query can see at most (split_keys: the graph's bucket)
@@ -632,19 +921,22 @@ void Gemma4CudaSession::enqueue(int64_t n, int64_t pos0, int64_t logit_rows, boo
       check(kernels::launch_attention_decode(
                 s.q, s.k[static_cast<size_t>(il)], s.v[static_cast<size_t>(il)], n, pos0,
                 s.cells[static_cast<size_t>(il)], H, Hkv, hd, lc.sliding ? c.n_swa : 0,
-                /*scale=*/1.0f, /*cap=*/0.0f, n_split, s.partials, s.attn, st, dpos),
+                /*scale=*/1.0f, /*cap=*/0.0f, n_split, s.partials, s.attn, st, dpos, s.kv_format),
             "attention");
     }
     linear(layer.o, s.attn, n, s.o, st, gemm);  // [n][D]
     check(kernels::launch_rms_norm_add(s.o, layer.post_attention_norm, n, D, eps, s.h, st),
           "post_attention_norm");
 
-    // --- 5.6 feed-forward (dense)
+    // --- 5.6 feed-forward (dense; the always-on branch of MoE layers)
+    const int64_t n_ff = layer.gate.rows;
     check(kernels::launch_rms_norm(s.h, layer.ffn_norm, n, D, eps, s.a, st), "ffn_norm");
     linear(layer.gate, s.a, n, s.gate, st, gemm);  // [n][n_ff]
     linear(layer.up, s.a, n, s.up, st, gemm);
-    check(kernels::launch_gelu_mul(s.gate, s.up, lc.n_ff, n, lc.n_ff, s.gate, st), "geglu");
+    check(kernels::launch_gelu_mul(s.gate, s.up, n_ff, n, n_ff, s.gate, st), "geglu");
     linear(layer.down, s.gate, n, s.o, st, gemm);  // [n][D]
+    // --- 5.7 mixture of experts: o = post_ffw_norm_1(dense) + post_ffw_norm_2(experts)
+    if (layer.moe) enqueue_moe(il, n);
     check(kernels::launch_rms_norm_add(s.o, layer.post_ffw_norm, n, D, eps, s.h, st),
           "post_ffw_norm");
 

@@ -1,10 +1,13 @@
 // Gemma 4 on a CUDA device: the weights of a loaded Gemma4Model copied to device memory once
 // (Gemma4CudaModel) and sequences decoding on them (Gemma4CudaSession, a LanguageModel with an
-// F16 KV cache in device memory). The forward pass mirrors Gemma4Model::forward
+// F16 or Q8_0 KV cache in device memory). The forward pass mirrors Gemma4Model::forward
 // (src/model/gemma4.cpp, shared/docs/gemma4.md §5) op by op with the kernels of kernels/; the
 // CPU forward pass stays the reference (test_cuda_gemma4 compares logits). Prompts and verify
-// batches run in chunks through the tensor-core GEMM and flash attention; single-token decode
-// replays a CUDA graph per context bucket (BOLTRT_CUDA_GRAPHS=0 launches kernel by kernel).
+// batches run in chunks through the tensor-core GEMM (cuBLAS for F16/BF16 matrices;
+// BOLTRT_CUDA_CUBLAS=0: the tensor-core GEMM for them too) and flash attention; single-token
+// decode replays a CUDA graph per context bucket (BOLTRT_CUDA_GRAPHS=0 launches kernel by
+// kernel). Mixture-of-experts layers (26B-A4B, §5.7) route on the device and run only the
+// selected experts' slices (one expert-GEMV launch per matrix for every (token, expert) pair).
 //
 // Plain C++ header (no CUDA types), built only with CUDA; other code reaches it through
 // backend/device.h.
@@ -26,9 +29,27 @@ class Gemma4Model;
 
 namespace boltrt::cuda {
 
-// Why `model` cannot run on the CUDA backend (MoE layers, a head size the attention kernel
-// lacks, ...), or "" when it can.
+// Why `model` cannot run on the CUDA backend (a head size the attention kernel lacks, an MoE
+// layout other than 26B-A4B's, ...), or "" when it can.
 std::string gemma4_unsupported_reason(const Gemma4Model& model);
+
+// Device memory of one Gemma4CudaSession: the KV cache (per --kv-type, ring sizes of window
+// layers) and the scratch of its micro-batches. Computed from the model alone (no device
+// needed); the session allocates exactly this.
+struct SessionMemory {
+  size_t kv_bytes = 0, scratch_bytes = 0;
+  size_t total() const { return kv_bytes + scratch_bytes; }
+};
+SessionMemory gemma4_cuda_session_memory(const Gemma4Model& model, const SessionOptions& options);
+
+// Device bytes the weights of `model` take on the device (what Gemma4CudaModel allocates; no
+// device needed).
+size_t gemma4_cuda_weight_bytes(const Gemma4Model& model);
+
+// "" when need <= free_bytes, else the one-line error: "out of device memory: <what> need N MiB,
+// F MiB of T MiB free (short by S MiB)".
+std::string device_memory_shortfall(const std::string& what, size_t need, size_t free_bytes,
+                                    size_t total_bytes);
 
 class Gemma4CudaModel {
  public:
@@ -45,6 +66,9 @@ class Gemma4CudaModel {
   const Gemma4Model& host() const { return host_; }
   const DeviceInfo& device() const { return device_; }
   size_t weight_bytes() const;  // device memory holding the weights
+  // the device's free and total memory measured right after the upload (the load report)
+  size_t free_bytes_after_load() const { return free_after_load_; }
+  size_t total_bytes() const { return total_bytes_; }
   // Tensors converted to F16 because the GEMV kernel lacks their type (0 for Q4_K_M files).
   int converted_tensors() const;
 
@@ -55,6 +79,7 @@ class Gemma4CudaModel {
   const Gemma4Model& host_;
   DeviceInfo device_;
   std::unique_ptr<Weights> weights_;
+  size_t free_after_load_ = 0, total_bytes_ = 0;
 };
 
 class Gemma4CudaSession : public LanguageModel {
@@ -85,6 +110,8 @@ class Gemma4CudaSession : public LanguageModel {
   // pinned logits; device_pos makes the kernels read the position from device memory;
   // split_keys bounds the keys the decode attention splits.
   void enqueue(int64_t n, int64_t pos0, int64_t logit_rows, bool device_pos, int64_t split_keys);
+  // The mixture-of-experts half of layer il's feed-forward for the n tokens in flight.
+  void enqueue_moe(int64_t il, int64_t n);
 
   std::shared_ptr<const Gemma4CudaModel> model_;
   int64_t n_ctx_ = 0, n_batch_ = 0, n_past_ = 0;

@@ -97,4 +97,75 @@ BOLTRT_HD inline KeyRange prefill_block_keys(int64_t r0, int64_t rows, int64_t n
   return {first_visible_key(pos0 + r0 / group, window), pos0 + r_last / group};
 }
 
+// Mixture-of-experts routing of one token (cpu::route_top_k, shared/docs/gemma4.md §5.7):
+// probs = softmax(logits[0..n_expert)) with the CPU's arithmetic (max subtracted, expf, the
+// denominator summed in double, multiplied by the f32 reciprocal), then the k largest in
+// descending order, ties to the lower index, weights renormalised to sum 1 (the sum clamped at
+// 2^-14). No scratch: each probability is recomputed from its logit when needed, and pick j is
+// the largest probability that ranks strictly after pick j-1 in (probability desc, index asc)
+// order, so k passes over the logits need no "taken" flags. O(k * n_expert) per token (26B-A4B:
+// 8 * 128), one thread per token in kernels/moe_route.cu.
+BOLTRT_HD inline void moe_route_top_k(const float* logits, int n_expert, int k, int32_t* selected,
+                                      float* weights) {
+  float max = -INFINITY;
+  for (int e = 0; e < n_expert; ++e) max = logits[e] > max ? logits[e] : max;
+  double sum = 0.0;
+  for (int e = 0; e < n_expert; ++e) sum += static_cast<double>(expf(logits[e] - max));
+  const float inv = static_cast<float>(1.0 / sum);
+  float prev_p = INFINITY;
+  int prev_e = -1;
+  float total = 0.0f;
+  for (int j = 0; j < k; ++j) {
+    int best_e = -1;
+    float best_p = 0.0f;
+    for (int e = 0; e < n_expert; ++e) {
+      const float p = expf(logits[e] - max) * inv;
+      const bool after_prev = p < prev_p || (p == prev_p && e > prev_e);
+      // strictly larger wins, so among equal probabilities the lowest index stays
+      if (after_prev && (best_e < 0 || p > best_p)) {
+        best_e = e;
+        best_p = p;
+      }
+    }
+    selected[j] = best_e;
+    weights[j] = best_p;
+    total += best_p;
+    prev_p = best_p;
+    prev_e = best_e;
+  }
+  total = total > 6.103515625e-5f ? total : 6.103515625e-5f;
+  for (int j = 0; j < k; ++j) weights[j] /= total;
+}
+
+// Q8_0 KV cache blocks (--kv-type q8_0): 32 values as an f16 scale d (little-endian, bytes 0-1)
+// and 32 int8 q (bytes 2-33), value = d * q. The quantizer is the CPU cache's (quantize_row
+// Q8_0: d = amax / 127 rounded to f16, q = round(x / d) with the f32 reciprocal of the unrounded
+// d, halves away from zero), so a CUDA cache holds the CPU cache's bytes (test_cuda_math).
+inline constexpr int kQ8_0Values = 32;
+inline constexpr int kQ8_0Bytes = 34;
+BOLTRT_HD inline void quantize_q8_0_block(const float* x, uint8_t* out) {
+  float amax = 0.0f;
+  for (int j = 0; j < kQ8_0Values; ++j) {
+    const float a = fabsf(x[j]);
+    amax = amax < a ? a : amax;
+  }
+  const float d = amax / 127.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  const uint16_t h = fp32_to_fp16(d);
+  out[0] = static_cast<uint8_t>(h & 0xff);
+  out[1] = static_cast<uint8_t>(h >> 8);
+  for (int j = 0; j < kQ8_0Values; ++j) {
+    out[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(static_cast<int>(roundf(x[j] * id))));
+  }
+}
+// Value i (< 32) of a Q8_0 block.
+BOLTRT_HD inline float q8_0_value(const uint8_t* block, int i) {
+  const uint16_t h = static_cast<uint16_t>(block[0] | (block[1] << 8));
+  return fp16_to_fp32(h) * static_cast<float>(static_cast<int8_t>(block[2 + i]));
+}
+// Bytes of a Q8_0 KV row of n values (n a multiple of 32).
+BOLTRT_HD inline int64_t q8_0_row_bytes(int64_t n) {
+  return n / kQ8_0Values * kQ8_0Bytes;
+}
+
 }  // namespace boltrt::cuda
