@@ -73,8 +73,8 @@ TEST_P(MatmulBatch, EveryRowEqualsBatchOneBitForBit) {
 }
 
 INSTANTIATE_TEST_SUITE_P(SmallBatchTypes, MatmulBatch,
-                         ::testing::Values(GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K,
-                                           GgmlType::Q6_K),
+                         ::testing::Values(GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q8_0,
+                                           GgmlType::Q4_K, GgmlType::Q6_K),
                          [](const auto& info) { return std::string(type_name(info.param)); });
 
 }  // namespace

@@ -1,12 +1,12 @@
-// AVX-512 small-batch kernels (1 to avx512_gemv_max_batch activation rows) for Q4_0, Q4_K and
+// AVX-512 small-batch kernels (1 to avx512_gemv_max_batch activation rows) for Q4_0, Q5_0, Q4_K and
 // Q6_K weights: the decode path, and the verify of a few drafted tokens.
 //
 // Decode reads every weight byte once per token, so these kernels aim at the fewest instructions
 // per weight byte: a block's codes are unpacked once into zmm registers and used for up to 8
 // activation rows; each activation row is rearranged once per call (in the thread's own scratch)
 // into the byte order the weights unpack to. For k-quants the per-group scales are applied to the
-// int16 pair products with vpdpwssd, whose scale vectors come from one vpermw each; Q4_0
-// takes four blocks per step with vpdpbusd. Rows are walked in chunks of about kChunkBytes, so
+// int16 pair products with vpdpwssd, whose scale vectors come from one vpermw each; Q4_0 and Q5_0
+// take four blocks per step with vpdpbusd. Rows are walked in chunks of about kChunkBytes, so
 // with more than 8 activation rows the chunk is read from memory once and from L2 after that.
 //
 // Integer sums per block are exact, as in the scalar reference (matmul_scalar.cpp); only the
@@ -317,6 +317,38 @@ struct Q4_0Step {
   }
 };
 
+// Four Q5_0 blocks (22 B: d, qh[4], qs[16]); element j is nibble | (qh bit j) << 4, offset 16.
+// The fifth bits of the four blocks become two 64-bit byte masks (bit 16k + j of a mask is
+// element j, resp. j + 16, of block k), added in as 16 where set. The block scales sit 22 bytes
+// apart, past the first 64 bytes, so they are gathered as four halves instead of one permute.
+struct Q5_0Step {
+  static constexpr size_t kBytes = 22;
+  static constexpr int kOffset = 16;
+  static void decode(const uint8_t* p, __m512i& a, __m512i& b, __m512& d) {
+    const __m512i low4 = _mm512_set1_epi8(0x0f);
+    const __m512i sixteen = _mm512_set1_epi8(0x10);
+    const __m512i q = load4x128(p + 6, kBytes);
+    uint64_t mask_a = 0, mask_b = 0;
+    uint16_t dk[4];
+    for (int k = 0; k < 4; ++k) {
+      uint32_t qh;
+      std::memcpy(&qh, p + k * kBytes + 2, 4);
+      mask_a |= static_cast<uint64_t>(qh & 0xffffu) << (16 * k);
+      mask_b |= static_cast<uint64_t>(qh >> 16) << (16 * k);
+      std::memcpy(&dk[k], p + k * kBytes, 2);
+    }
+    a = _mm512_and_si512(q, low4);
+    b = _mm512_and_si512(_mm512_srli_epi16(q, 4), low4);
+    a = _mm512_mask_add_epi8(a, mask_a, a, sixteen);
+    b = _mm512_mask_add_epi8(b, mask_b, b, sixteen);
+    const __m128 d4 = _mm_cvtph_ps(
+        _mm_setr_epi16(static_cast<short>(dk[0]), static_cast<short>(dk[1]),
+                       static_cast<short>(dk[2]), static_cast<short>(dk[3]), 0, 0, 0, 0));
+    const __m512i rep4 = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
+    d = _mm512_permutexvar_ps(rep4, _mm512_castps128_ps512(d4));
+  }
+};
+
 template <typename Step, int kNb>
 inline void legacy_step(const uint8_t* p, const LegacyCodes* const* y, int64_t ngroups, int64_t g,
                         __m512* acc) {
@@ -551,6 +583,7 @@ void avx512_quantize_act_q8_k(const float* x, void* dst, int64_t n) {
 int64_t avx512_gemv_max_batch(GgmlType type) {
   switch (type) {
     case GgmlType::Q4_0:
+    case GgmlType::Q5_0:
     case GgmlType::Q4_K:
       return 4;
     case GgmlType::Q6_K:
@@ -568,6 +601,8 @@ GemmFn avx512_gemv(GgmlType type) {
       return &gemv_q6k;
     case GgmlType::Q4_0:
       return &gemv_legacy<Q4_0Step>;
+    case GgmlType::Q5_0:
+      return &gemv_legacy<Q5_0Step>;
     default:
       return nullptr;
   }
