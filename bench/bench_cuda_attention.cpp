@@ -12,26 +12,20 @@
 #include <string>
 #include <vector>
 
+#include "cuda_bench.h"
 #if defined(BOLTRT_HAVE_CUDA)
 #include "backend/cuda/cuda_backend.h"
 #include "ops.cuh"
 #endif
 
-int main(int argc, char** argv) {
+int main([[maybe_unused]] int argc, [[maybe_unused]] char** argv) {
 #if !defined(BOLTRT_HAVE_CUDA)
-  (void)argc;
-  (void)argv;
-  fmt::print("bench_cuda_attention: built without CUDA\n");
-  return 0;
+  return bench::report_built_without_cuda("bench_cuda_attention");
 #else
   using namespace boltrt;
   const int iterations = argc > 1 ? std::atoi(argv[1]) : 200;
-  std::string why;
-  auto device = cuda::probe_device(0, &why);
-  if (!device) {
-    fmt::print("bench_cuda_attention: no usable CUDA device: {}\n", why);
-    return 0;
-  }
+  const auto device = bench::bench_device("bench_cuda_attention");
+  if (!device) return 0;
   fmt::print(
       "| layer | head dim | keys | splits | us/call | GB/s | % of peak |\n"
       "|---|---|---|---|---|---|---|\n");

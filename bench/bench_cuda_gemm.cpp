@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda_bench.h"
 #include "quant/ggml_type.h"
 #include "quant/quantize.h"
 #if defined(BOLTRT_HAVE_CUDA)
@@ -17,22 +18,14 @@
 #include "gemm_quant.cuh"
 #endif
 
-int main(int argc, char** argv) {
+int main([[maybe_unused]] int argc, [[maybe_unused]] char** argv) {
 #if !defined(BOLTRT_HAVE_CUDA)
-  (void)argc;
-  (void)argv;
-  fmt::print("bench_cuda_gemm: built without CUDA\n");
-  return 0;
+  return bench::report_built_without_cuda("bench_cuda_gemm");
 #else
   using namespace boltrt;
   const int iterations = argc > 1 ? std::atoi(argv[1]) : 50;
-  std::string why;
-  auto device = cuda::probe_device(0, &why);
-  if (!device) {
-    fmt::print("bench_cuda_gemm: no usable CUDA device: {}\n", why);
-    return 0;
-  }
-  fmt::print("device: {} (sm_{}{})\n", device->name, device->compute_major, device->compute_minor);
+  const auto device = bench::bench_device("bench_cuda_gemm");
+  if (!device) return 0;
   fmt::print("| type | rows x cols | tokens | us/call | TFLOP/s |\n|---|---|---|---|---|\n");
   struct Shape {
     int64_t rows, cols;

@@ -10,29 +10,21 @@
 #include <string>
 #include <vector>
 
+#include "cuda_bench.h"
 #include "quant/ggml_type.h"
 #include "quant/quantize.h"
 #if defined(BOLTRT_HAVE_CUDA)
 #include "backend/cuda/cuda_backend.h"
 #endif
 
-int main(int argc, char** argv) {
+int main([[maybe_unused]] int argc, [[maybe_unused]] char** argv) {
 #if !defined(BOLTRT_HAVE_CUDA)
-  (void)argc;
-  (void)argv;
-  fmt::print("bench_cuda_gemv: built without CUDA\n");
-  return 0;
+  return bench::report_built_without_cuda("bench_cuda_gemv");
 #else
   using namespace boltrt;
   const int iterations = argc > 1 ? std::atoi(argv[1]) : 200;
-  std::string why;
-  auto device = cuda::probe_device(0, &why);
-  if (!device) {
-    fmt::print("bench_cuda_gemv: no usable CUDA device: {}\n", why);
-    return 0;
-  }
-  fmt::print("device: {} (sm_{}{}), peak {:.0f} GB/s\n", device->name, device->compute_major,
-             device->compute_minor, device->peak_bandwidth_gbs);
+  const auto device = bench::bench_device("bench_cuda_gemv");
+  if (!device) return 0;
   fmt::print(
       "| type | rows x cols | batch | us/call | GB/s | % of peak |\n|---|---|---|---|---|---|\n");
   struct Shape {

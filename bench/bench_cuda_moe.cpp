@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda_bench.h"
 #include "quant/ggml_type.h"
 #include "quant/quantize.h"
 #if defined(BOLTRT_HAVE_CUDA)
@@ -22,21 +23,14 @@
 #include "ops.cuh"
 #endif
 
-int main(int argc, char** argv) {
+int main([[maybe_unused]] int argc, [[maybe_unused]] char** argv) {
 #if !defined(BOLTRT_HAVE_CUDA)
-  (void)argc;
-  (void)argv;
-  fmt::print("bench_cuda_moe: built without CUDA\n");
-  return 0;
+  return bench::report_built_without_cuda("bench_cuda_moe");
 #else
   using namespace boltrt;
   const int iterations = argc > 1 ? std::atoi(argv[1]) : 50;
-  std::string why;
-  auto device = cuda::probe_device(0, &why);
-  if (!device) {
-    fmt::print("bench_cuda_moe: no usable CUDA device: {}\n", why);
-    return 0;
-  }
+  const auto device = bench::bench_device("bench_cuda_moe");
+  if (!device) return 0;
   const int64_t E = 128, K = 8, D = 2816, F = 704;
   const GgmlType type = GgmlType::Q4_K, down_type = GgmlType::Q8_0;
   const size_t gu_stride = row_size(type, D), down_stride = row_size(down_type, F);
@@ -63,8 +57,7 @@ int main(int argc, char** argv) {
   cuda::DeviceBuffer gu(gu_host.size()), down(down_host.size());
   gu.upload(gu_host.data(), gu_host.size());
   down.upload(down_host.data(), down_host.size());
-  fmt::print("device: {} (sm_{}{}), peak {:.0f} GB/s; experts {:.0f} MiB per layer\n", device->name,
-             device->compute_major, device->compute_minor, device->peak_bandwidth_gbs,
+  fmt::print("experts {:.0f} MiB per layer\n",
              static_cast<double>(gu_host.size() + down_host.size()) / (1 << 20));
   fmt::print(
       "| step | pairs | order | us/layer | GB/s of selected experts | % of peak |\n"
