@@ -603,9 +603,9 @@ TEST(DFlashGeneration, LoadsTheDraftForTheSessionAndEqualsPlain) {
   const auto r = gen.generate(prompt, go);
   EXPECT_EQ(r.generation.tokens, plain_tokens(prompt, greedy(), 30));
   // nothing accepted (DraftLengthPolicy, block 4): a draft of 2 tokens at the prior acceptance,
-  // then plain steps with 1-token probes after 8 and 16 more
+  // then plain steps with probes of 2 and 1 tokens after 8 and 16 more
   EXPECT_EQ(r.speculative.n_rounds, 3);
-  EXPECT_EQ(r.speculative.n_drafted, 4);
+  EXPECT_EQ(r.speculative.n_drafted, 5);
   const std::string line = format_speculative_stats(r);
   EXPECT_EQ(line.rfind("draft: 0/", 0), 0u) << line;
   EXPECT_NE(line.find("mean acceptance length 1.00 over"), std::string::npos) << line;

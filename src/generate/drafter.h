@@ -81,7 +81,7 @@ class DraftLengthPolicy {
     // Timed: plain steps until one is measured, the yardstick for every length (the first
     // one of a generator runs cold and is not counted).
     if (options_.timed && cost_[0] < 0) return 0;
-    // rate[n] = E(n) / c(n); the longest length within kMargin of the best rate wins (the
+    // rate[n] = E(n) / c(n); the longest length within kLengthMargin of the best rate wins (the
     // estimates are noisy, and a longer round amortises its fixed cost better once the
     // per-token cost of a batch falls), and drafting goes on unless a plain step (1 token per
     // c(0)) is better by more than kMargin.
@@ -98,7 +98,7 @@ class DraftLengthPolicy {
     }
     int64_t best = lo;
     for (int64_t n = hi; n >= lo; --n) {
-      if (rate[static_cast<size_t>(n)] >= (1.0 - kMargin) * best_rate) {
+      if (rate[static_cast<size_t>(n)] >= (1.0 - kLengthMargin) * best_rate) {
         best = n;
         break;
       }
@@ -187,7 +187,8 @@ class DraftLengthPolicy {
   static constexpr double kCostRate = 0.2;  // weight of the newest round in c
   static constexpr int64_t kProbeMin = 8;   // plain steps before the first probe
   static constexpr int64_t kProbeMax = 64;
-  static constexpr double kMargin = 0.05;  // rates this close count as equal
+  static constexpr double kMargin = 0.05;        // drafting vs plain: rates this close are equal
+  static constexpr double kLengthMargin = 0.10;  // between lengths: the longer one wins
   SpeculativeOptions options_;
   std::vector<double> q_;       // [slot] conditional acceptance, slot 0 unused
   std::vector<double> cost_;    // [length] seconds per round, < 0: not measured
