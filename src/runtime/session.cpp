@@ -92,8 +92,13 @@ std::span<const float> Gemma4Session::verify_row(int64_t j) {
   if (j < 0 || j >= verify_rows_) fail("verify_row: row {} of a batch of {}", j, verify_rows_);
   float* row = logits_.data() + j * V;
   if (!verify_done_[static_cast<size_t>(j)]) {
-    model_.output_logits(verify_hidden_.data() + j * D, 1, workspace_, pool_, row);
-    verify_done_[static_cast<size_t>(j)] = 1;
+    // Rows in doubling chunks (0, 1, 2-3, 4-7, ...): a walk that goes on past row j likely
+    // goes further, and a head over several rows costs less per row than one row at a time.
+    const int64_t limit = std::min(verify_rows_, j + std::max<int64_t>(1, j));
+    int64_t end = j + 1;  // up to the limit or the first row already computed (kept as is)
+    while (end < limit && !verify_done_[static_cast<size_t>(end)]) ++end;
+    model_.output_logits(verify_hidden_.data() + j * D, end - j, workspace_, pool_, row);
+    std::fill(verify_done_.begin() + j, verify_done_.begin() + end, uint8_t{1});
   }
   return {row, static_cast<size_t>(V)};
 }

@@ -34,7 +34,8 @@ class Gemma4Session : public LanguageModel {
   // keeps no more); throws boltrt::Error otherwise.
   void rollback(int64_t n_past) override;
   // Verify batches of at most n_batch tokens keep their final hidden rows and run the output
-  // head for a row only when verify_row() asks for it (longer ones: every row at once).
+  // head for a row only when verify_row() asks for it, in doubling chunks of rows (0, 1, 2-3,
+  // 4-7, ...); longer batches: every row at once.
   void decode_verify(std::span<const int32_t> tokens) override;
   std::span<const float> verify_row(int64_t j) override;
 
