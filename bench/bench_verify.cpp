@@ -1,7 +1,8 @@
 // Cost of a speculative verify step on the CPU (issue 8): one target forward over b tokens with
-// the logits of every token (what Generator does with a draft of b-1 tokens) against one plain
-// decode step (b = 1, last-token logits). Decode is bound by reading the weights, so a verify
-// batch of draft_max + 1 tokens should cost little more than one token; the ratio bounds the
+// the logits of every token, of the last one, or lazily of the first rows (Generator verifies
+// a draft of b-1 tokens with decode_verify and reads rows until the first rejection) against
+// one plain decode step (b = 1, last-token logits). Decode is bound by reading the weights, so a
+// verify batch of draft_max + 1 tokens should cost little more than one token; the ratio bounds the
 // speed-up a draft can give (tokens per step / cost per step).
 //
 //   bench_verify [--synth e4b|tiny|...] [--layers N] [--type q4_k_m|f32|...] [-t THREADS]
@@ -17,6 +18,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model/gemma4.h"
@@ -94,17 +96,30 @@ int main(int argc, char** argv) {
     session.decode(prompt);
 
     fmt::print("{} {} ({} layers, D {}, vocab {}), {} threads, verify at position {}\n",
-               model_path.substr(model_path.find_last_of('/') + 1), type, config.n_layer,
-               config.n_embd, config.n_vocab, threads, ctx);
-    fmt::print("| tokens per step | all logits | ms per step | x one-token step |\n");
-    fmt::print("|---:|:---:|---:|---:|\n");
-    auto time_step = [&](const std::vector<int32_t>& step, bool all_logits) {
-      session.decode(step, all_logits);  // warm-up
+               model_path.substr(model_path.find_last_of('/') + 1), dir.empty() ? "" : type,
+               config.n_layer, config.n_embd, config.n_vocab, threads, ctx);
+    fmt::print("| tokens per step | logits of | ms per step | x one-token step |\n");
+    fmt::print("|---:|:---|---:|---:|\n");
+    // head_rows < 0: decode() with every row's logits; 0: decode() with the last row's;
+    // > 0: decode_verify() and the lazy head of the first head_rows rows (what the generator
+    // does when the first head_rows - 1 drafts are accepted).
+    auto time_step = [&](const std::vector<int32_t>& step, int64_t head_rows) {
+      auto run = [&] {
+        if (head_rows < 0) {
+          session.decode(step, true);
+        } else if (head_rows == 0) {
+          session.decode(step, false);
+        } else {
+          session.decode_verify(step);
+          for (int64_t j = 0; j < head_rows; ++j) session.verify_row(j);
+        }
+      };
+      run();  // warm-up
       session.rollback(ctx);
       std::vector<double> ms;
       for (int r = 0; r < reps; ++r) {
         const auto t0 = std::chrono::steady_clock::now();
-        session.decode(step, all_logits);
+        run();
         ms.push_back(
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
                 .count());
@@ -116,13 +131,20 @@ int main(int argc, char** argv) {
     for (int64_t b = 1; b <= max_batch; ++b) {
       std::vector<int32_t> step(static_cast<size_t>(b));
       for (int64_t i = 0; i < b; ++i) step[static_cast<size_t>(i)] = static_cast<int32_t>(5 + i);
-      // b = 1 is the plain decode step; b > 1 a verify step (every row's logits), and the same
-      // batch with the last row's logits only (the share of the output head).
-      for (const bool all_logits : {true, false}) {
-        if (b == 1 && all_logits) continue;
-        const double m = time_step(step, all_logits);
+      // b = 1 is the plain decode step; b > 1 a verify step: every row's logits (all at once),
+      // the last row's only (the share of the output head), and the lazy head of the first
+      // row only (first draft rejected) and of half the rows.
+      const std::pair<int64_t, std::string> kinds[] = {
+          {-1, "all rows"},
+          {0, "last row"},
+          {1, "lazy, row 0"},
+          {(b + 1) / 2, fmt::format("lazy, rows 0..{}", (b + 1) / 2 - 1)}};
+      for (const auto& [head_rows, name] : kinds) {
+        if (b == 1 && head_rows != 0) continue;
+        if (name.starts_with("lazy, rows") && head_rows <= 1) continue;
+        const double m = time_step(step, head_rows);
         if (b == 1) one = m;
-        fmt::print("| {} | {} | {:.2f} | {:.2f} |\n", b, all_logits ? "yes" : "no", m, m / one);
+        fmt::print("| {} | {} | {:.3f} | {:.2f} |\n", b, name, m, m / one);
       }
     }
     if (!dir.empty()) std::filesystem::remove_all(dir);

@@ -6,6 +6,7 @@
 // (MODEL_CARD.md, "DFlash draft"). A random-weight draft of the same shape commits ~1.0 per round.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -60,13 +61,18 @@ const Case kCases[] = {
 };
 
 // Mean tokens per verify round over all four prompts with a fixed draft length of 7 (= block
-// size - 1): measured 3.06 (128 drafted tokens accepted in 62 rounds).
+// size - 1): measured 3.06 (128 drafted tokens accepted in 62 rounds). The adaptive length
+// (DraftLengthPolicy) maximises tokens per second, not tau: it drafts shorter when a round's
+// measured cost grows with its length and skips drafting where acceptance is poor, so its tau
+// depends on the machine's timings (2.2-3.5 measured on these prompts with the 2026-12 CPU
+// kernels): the floors bind the fixed length; the adaptive one must match plain decoding and
+// draft at all (its choices are tested deterministically in test_speculative).
 constexpr double kMeanFloor = 2.5;
 
 TEST(TinyDFlash, DraftedOutputEqualsPlainAndAcceptsAboveTheFloor) {
   ASSERT_TRUE(fs::exists(model())) << model();
   ASSERT_TRUE(fs::exists(draft())) << draft();
-  int64_t accepted = 0, rounds = 0;
+  int64_t accepted = 0, rounds = 0, adaptive_accepted = 0, adaptive_rounds = 0;
   for (const Case& c : kCases) {
     SCOPED_TRACE(c.args);
     const json plain = generate(c.args);
@@ -79,10 +85,13 @@ TEST(TinyDFlash, DraftedOutputEqualsPlainAndAcceptsAboveTheFloor) {
       EXPECT_EQ(drafted["finish_reason"], plain["finish_reason"]);
       const json& d = drafted["draft"];
       const double tau = d["mean_acceptance_length"].get<double>();
-      EXPECT_GE(tau, c.floor) << d.dump();
       if (!mode.empty()) {
+        EXPECT_GE(tau, c.floor) << d.dump();
         accepted += d["accepted"].get<int64_t>();
         rounds += d["rounds"].get<int64_t>();
+      } else {
+        adaptive_accepted += d["accepted"].get<int64_t>();
+        adaptive_rounds += d["rounds"].get<int64_t>();
       }
     }
   }
@@ -90,6 +99,11 @@ TEST(TinyDFlash, DraftedOutputEqualsPlainAndAcceptsAboveTheFloor) {
   const double mean = static_cast<double>(accepted + rounds) / static_cast<double>(rounds);
   EXPECT_GE(mean, kMeanFloor) << accepted << " drafted tokens accepted over " << rounds
                               << " rounds";
+  ASSERT_GT(adaptive_rounds, 0);
+  std::printf("adaptive draft length: %lld drafted tokens accepted over %lld rounds, tau %.2f\n",
+              static_cast<long long>(adaptive_accepted), static_cast<long long>(adaptive_rounds),
+              static_cast<double>(adaptive_accepted + adaptive_rounds) /
+                  static_cast<double>(adaptive_rounds));
 }
 
 }  // namespace

@@ -267,7 +267,11 @@ TEST(Speculative, DraftContextAfterRollbacksEqualsOneShotInjection) {
   Gemma4Session session(target(), f32, nullptr);
   DFlashDrafter drafter(draft(), nullptr);
   const auto prompt = random_prompt(77, 12);
-  SpeculativeGenerator spec(session, drafter, test_vocab(), greedy(), {});
+  // a fixed length: the adaptive one soon stops drafting with a draft that is always rejected
+  SpeculativeOptions fixed;
+  fixed.adaptive = false;
+  fixed.draft_max = 3;
+  SpeculativeGenerator spec(session, drafter, test_vocab(), greedy(), fixed);
   GenerationOptions o;
   o.max_tokens = 40;
   const auto r = spec.generate(prompt, o);
@@ -454,6 +458,128 @@ TEST(SpeculativeSampling, TrigramDistributionMatchesPlainChiSquare) {
   EXPECT_LT(chi2, limit);
 }
 
+// Verify batches compute a row's output head only when it is read: the rows equal a decode
+// with every row's logits (up to the last bits: the head runs on 1 row instead of n), in any
+// order of reading, and a rollback or a new decode drops them.
+TEST(Speculative, LazyVerifyRowsEqualAllLogits) {
+  SessionOptions so = session_options();
+  Gemma4Session a(target(), so, nullptr), b(target(), so, nullptr);
+  const auto prompt = random_prompt(11, 9);
+  a.decode(prompt);
+  b.decode(prompt);
+  const std::vector<int32_t> step = {5, 17, 2, 40, 33};
+  const auto all = a.decode(step, true);
+  const std::vector<float> want(all.begin(), all.end());
+  b.decode_verify(step);
+  EXPECT_EQ(b.n_past(), a.n_past());
+  const int64_t V = target().config().n_vocab;
+  for (int64_t j : {3, 0, 4, 1, 2, 3}) {
+    const auto row = b.verify_row(j);
+    ASSERT_EQ(row.size(), static_cast<size_t>(V));
+    double err = 0, scale = 0;
+    for (int64_t i = 0; i < V; ++i) {
+      err = std::max(err, static_cast<double>(std::abs(row[static_cast<size_t>(i)] -
+                                                       want[static_cast<size_t>(j * V + i)])));
+      scale = std::max(scale, static_cast<double>(std::abs(want[static_cast<size_t>(j * V + i)])));
+    }
+    EXPECT_LT(err, 1e-4 * std::max(1.0, scale)) << "row " << j;
+  }
+  EXPECT_THROW(b.verify_row(5), Error);
+  b.rollback(b.n_past() - 2);
+  EXPECT_THROW(b.verify_row(0), Error);
+}
+
+// Greedy drafting writes the argmax of the logits draft() computes, and leaves the context
+// as it was (the block rows are appended for the call only).
+TEST(Speculative, GreedyDraftEqualsArgmaxOfDraftLogits) {
+  Gemma4Session session(target(), session_options(), nullptr);
+  session.set_tap_layers(draft().config().target_layers);
+  const auto prompt = random_prompt(21, 14);
+  session.decode(prompt);
+  DFlashKv kv;
+  draft().inject(session.taps().data(), static_cast<int64_t>(prompt.size()), kv, nullptr);
+  const DFlashKv before = kv;
+  const int64_t V = target().config().n_vocab, B = draft().config().block_size;
+  DFlashScratch ws;
+  for (int64_t n = 2; n <= B; ++n) {
+    std::vector<int32_t> block(static_cast<size_t>(n), draft().config().mask_token);
+    block[0] = prompt.back();
+    std::vector<float> logits(static_cast<size_t>((n - 1) * V));
+    draft().draft(block.data(), n, kv, logits.data(), nullptr);
+    std::vector<int32_t> got(static_cast<size_t>(n - 1));
+    draft().draft_greedy(block.data(), n, kv, ws, got.data(), nullptr);
+    for (int64_t r = 0; r < n - 1; ++r) {
+      const float* row = logits.data() + r * V;
+      EXPECT_EQ(got[static_cast<size_t>(r)], std::max_element(row, row + V) - row)
+          << "block " << n << " slot " << r + 1;
+    }
+    ASSERT_EQ(kv.n_rows, before.n_rows);
+    ASSERT_EQ(kv.k, before.k);
+    ASSERT_EQ(kv.v, before.v);
+  }
+}
+
+// The adaptive length (deterministic cost model): grows to the longest draft while every
+// draft is accepted; with nothing accepted it falls back to plain steps and probes again
+// after 8 (counting the first plain step), then 16, 32, 64, 64 steps.
+TEST(DraftLengthPolicy, FollowsAcceptanceAndFallsBackToPlainSteps) {
+  SpeculativeOptions o;
+  o.draft_max = 7;
+  o.timed = false;
+  DraftLengthPolicy policy;
+  policy.reset(o);
+  int64_t n = policy.next();
+  EXPECT_GE(n, 1);
+  for (int r = 0; r < 20; ++r) {
+    policy.observe_acceptance(n, n);
+    n = policy.next();
+  }
+  EXPECT_EQ(n, 7);
+  for (int r = 0; r < 10 && n > 0; ++r) {
+    policy.observe_acceptance(n, 0);
+    n = policy.next();
+  }
+  EXPECT_EQ(n, 0);
+  // plain steps, then one probe per interval
+  std::vector<int64_t> probes_at;
+  for (int64_t step = 1; step <= 8 + 16 + 32 + 64 + 64; ++step) {
+    const int64_t len = policy.next();
+    if (len > 0) {
+      probes_at.push_back(step);
+      policy.observe_acceptance(len, 0);
+    }
+  }
+  EXPECT_EQ(probes_at, (std::vector<int64_t>{7, 23, 55, 119, 183}));
+  // a probe that is accepted brings the drafting back
+  policy.observe_acceptance(1, 1);
+  policy.observe_acceptance(1, 1);
+  policy.observe_acceptance(1, 1);
+  EXPECT_GE(policy.next(), 1);
+
+  // timed: plain steps until one is measured (the first is not counted), then drafting costed
+  // from it until drafting rounds are measured; poor acceptance at a measured cost: plain
+  o.timed = true;
+  policy.reset(o);
+  EXPECT_EQ(policy.next(), 0);
+  policy.observe_cost(0, 5e-3);
+  EXPECT_EQ(policy.next(), 0);
+  policy.observe_cost(0, 1e-3);
+  EXPECT_DOUBLE_EQ(policy.cost(0), 1e-3);
+  EXPECT_DOUBLE_EQ(policy.cost(2), 2e-3);  // 1 + n/2 plain steps
+  n = policy.next();
+  EXPECT_EQ(n, 2);               // acceptance 0.7: 2.19 tokens per 2 ms
+  policy.observe_cost(n, 9e-3);  // the first drafting round is not counted
+  policy.observe_acceptance(n, n);
+  n = policy.next();
+  EXPECT_GE(n, 2);
+  policy.observe_cost(n, 1e-3 * (1 + 0.5 * static_cast<double>(n)));
+  EXPECT_NEAR(policy.cost(1), 1.5e-3, 1e-12);  // the line through the plain step and length n
+  for (int r = 0; r < 3; ++r) policy.observe_acceptance(n, 0);
+  EXPECT_EQ(policy.next(), 0);  // q[1] 0.18: 1.18 tokens per 1.5 ms < 1 per 1 ms
+  policy.observe_cost(0, 1.0);  // a preempted step counts at most twice the estimate
+  EXPECT_DOUBLE_EQ(policy.cost(0), 1e-3 + 0.2 * 1e-3);
+}
+
 }  // namespace
 }  // namespace boltrt
 
@@ -467,15 +593,19 @@ TEST(DFlashGeneration, LoadsTheDraftForTheSessionAndEqualsPlain) {
   o.block_size = 4;
   model::write_dflash_synth(target().config(), o, path);
   Gemma4Session session(target(), session_options(), nullptr);
-  DFlashGeneration gen(path, session, test_vocab(), greedy(), {});
+  SpeculativeOptions untimed;  // adaptive (the default), with the deterministic cost model
+  untimed.timed = false;
+  DFlashGeneration gen(path, session, test_vocab(), greedy(), untimed);
   EXPECT_EQ(gen.draft().config().block_size, 4);
   const auto prompt = random_prompt(5, 10);
   GenerationOptions go;
   go.max_tokens = 30;
   const auto r = gen.generate(prompt, go);
   EXPECT_EQ(r.generation.tokens, plain_tokens(prompt, greedy(), 30));
-  // adaptive (the default) and nothing accepted: the length stays at draft_min = 1
-  EXPECT_EQ(r.speculative.n_drafted, r.speculative.n_rounds);
+  // nothing accepted (DraftLengthPolicy, block 4): a draft of 2 tokens at the prior acceptance,
+  // then plain steps with probes of 2 and 1 tokens after 8 and 16 more
+  EXPECT_EQ(r.speculative.n_rounds, 3);
+  EXPECT_EQ(r.speculative.n_drafted, 5);
   const std::string line = format_speculative_stats(r);
   EXPECT_EQ(line.rfind("draft: 0/", 0), 0u) << line;
   EXPECT_NE(line.find("mean acceptance length 1.00 over"), std::string::npos) << line;

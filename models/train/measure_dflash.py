@@ -5,7 +5,8 @@ measure_dflash.py BOLTRT [--model models/tiny/tiny-q8_0.gguf] [--draft models/ti
 For each prompt (tools/demo.sh's two, then held-out Austen openings and chat questions the draft
 never saw) runs plain greedy decoding and speculative decoding (adaptive draft length, and a fixed
 7), checks that the tokens are identical, and prints tokens per verify round (bonus included,
-= (accepted + rounds) / rounds) and decode tokens/s (median of --repeat runs).
+= (accepted + rounds) / rounds) and decode tokens/s (median of --repeat runs, the three modes
+interleaved within each repeat).
 """
 import argparse
 import json
@@ -47,7 +48,11 @@ def main():
     print("| prompt | tokens | tau adaptive | tau fixed 7 | tok/s plain | adaptive | fixed 7 |")
     print("|---|---|---|---|---|---|---|")
     for p in PROMPTS:
-        res = {m: [run(args, p + modes[m]) for _ in range(args.repeat)] for m in modes}
+        # modes interleaved within each repeat, so load changes on a shared machine hit all alike
+        res = {m: [] for m in modes}
+        for _ in range(args.repeat):
+            for m in modes:
+                res[m].append(run(args, p + modes[m]))
         plain = res["plain"][0]["tokens"]
         row = [" ".join(p), str(len(plain))]
         for m in ("adaptive", "fixed7"):

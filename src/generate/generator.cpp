@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <limits>
 #include <unordered_set>
 
@@ -16,6 +17,14 @@ using Clock = std::chrono::steady_clock;
 
 double ms_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+// CPU time of the calling thread: what a round costs, unlike wall time not inflated when the
+// OS runs something else (shared machines), for the adaptive draft length's comparisons.
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
 bool cancelled(const GenerationOptions& options) {
@@ -76,6 +85,7 @@ void Generator::set_drafter(BlockDrafter* drafter, const SpeculativeOptions& opt
   model_.set_tap_layers(drafter->tap_layers());
   drafter_ = drafter;
   speculative_ = o;
+  policy_.reset(o);
   // The drafter's context must mirror cached_: the next prefill re-runs what it lacks.
   drafter_->reset();
 }
@@ -199,14 +209,20 @@ GenerationResult Generator::generate(std::span<const int32_t> prompt_in,
   // position base + j; verify_[0] is the last committed token, verify_[1..] the drafted ones.
   // The prefill is a step with one row.
   SpeculativeStats& spec = stats.draft;
+  // Verify steps (a drafted token or more) leave their rows in the model, fetched one by one
+  // with verify_row() so that rows after the first rejection never run the output head.
   std::span<const float> rows = logits;
+  bool verify_rows = false;
   verify_.assign(1, prompt.back());
   int64_t base = static_cast<int64_t>(prompt.size()) - 1;
   int64_t n_rows = 1;
   bool prefill_step = true;
-  int64_t n_draft = speculative_.adaptive ? speculative_.draft_min : speculative_.draft_max;
   int64_t forced_slots = 0;  // leading drafted slots of this step the controller forces
   int32_t token = -1;
+  // Adaptive length: the time from one step's start (draft) to the next one's is charged to
+  // the step's draft length (its verify, the walk over its rows and the injection).
+  double t_step = 0;
+  int64_t timed_length = -1;  // the draft length of the step being timed (< 0: none)
   while (!finish) {
     int64_t used = 0;  // rows walked = verify tokens that stay committed
     for (int64_t j = 0; j < n_rows; ++j) {
@@ -215,8 +231,12 @@ GenerationResult Generator::generate(std::span<const int32_t> prompt_in,
         break;
       }
       // Choose the next token.
-      std::span<const float> row =
-          rows.subspan(static_cast<size_t>(j * n_vocab), static_cast<size_t>(n_vocab));
+      std::span<const float> row = verify_rows ? model_.verify_row(j)
+                                               : rows.subspan(static_cast<size_t>(j * n_vocab),
+                                                              static_cast<size_t>(n_vocab));
+      if (row.size() != static_cast<size_t>(n_vocab)) {
+        fail("generator: the model returned {} logits for a vocabulary of {}", row.size(), n_vocab);
+      }
       token = -1;
       if (edit_logits) {
         logits_copy_.assign(row.begin(), row.end());
@@ -281,12 +301,9 @@ GenerationResult Generator::generate(std::span<const int32_t> prompt_in,
       ++spec.n_rounds;
       spec.n_drafted += drafted;
       spec.n_accepted += accepted;
-      if (speculative_.adaptive) {
-        if (accepted == drafted) {
-          n_draft = std::min(speculative_.draft_max, n_draft + 2);
-        } else if (2 * accepted < drafted) {
-          n_draft = std::max(speculative_.draft_min, n_draft - 1);
-        }
+      // a walk cut short by the end of generation says nothing about the rest
+      if (speculative_.adaptive && forced_slots == 0 && !finish) {
+        policy_.observe_acceptance(drafted, accepted);
       }
     }
     // The model holds verify_[0 .. n_rows); verify_[0] and the accepted drafts stay (verify_[0]
@@ -307,6 +324,10 @@ GenerationResult Generator::generate(std::span<const int32_t> prompt_in,
       finish = FinishReason::kCancelled;
       break;
     }
+    const double t_now = thread_cpu_seconds();
+    if (timed_length >= 0) policy_.observe_cost(timed_length, t_now - t_step);
+    t_step = t_now;
+    timed_length = -1;
 
     // Next step: `token` sits at position keep and is not in the model yet; draft k tokens
     // after it, as many as fit the context and the token limit.
@@ -317,7 +338,9 @@ GenerationResult Generator::generate(std::span<const int32_t> prompt_in,
     if (drafter_ != nullptr && controller != nullptr) forced_next = controller->forced_run();
     const int64_t n_forced = std::clamp<int64_t>(static_cast<int64_t>(forced_next.size()), 0,
                                                  std::max<int64_t>(0, speculative_.draft_max));
+    int64_t n_draft = -1;  // the length asked for (k may be cut by the context or the limit)
     if (drafter_ != nullptr) {
+      n_draft = speculative_.adaptive ? policy_.next() : speculative_.draft_max;
       k = std::min(std::max(n_draft, n_forced), n_ctx - keep - 1);
       if (options.max_tokens >= 0 && !(controller != nullptr && controller->must_continue())) {
         k = std::min(k, options.max_tokens - static_cast<int64_t>(result.tokens.size()) - 1);
@@ -341,11 +364,15 @@ GenerationResult Generator::generate(std::span<const int32_t> prompt_in,
     }
     base = keep;
     n_rows = k + 1;
-    rows = model_.decode(verify_, /*all_logits=*/k > 0);
+    verify_rows = k > 0;
+    if (verify_rows) {
+      model_.decode_verify(verify_);
+    } else {
+      rows = model_.decode(verify_);
+    }
     cached_.insert(cached_.end(), verify_.begin(), verify_.end());
-    if (rows.size() != static_cast<size_t>(n_rows * n_vocab)) {
-      fail("generator: the model returned {} logits for {} rows of {}", rows.size(), n_rows,
-           n_vocab);
+    if (drafter_ != nullptr && speculative_.adaptive && forced_slots == 0 && k == n_draft) {
+      timed_length = k;
     }
   }
 

@@ -185,6 +185,7 @@ class Generator {
   BlockDrafter* drafter_ = nullptr;
   SpeculativeOptions speculative_;
   std::vector<int32_t> verify_;  // the tokens of one step: [last, d_1..d_K]
+  DraftLengthPolicy policy_;     // the adaptive draft length (kept across generate() calls)
 };
 
 }  // namespace boltrt

@@ -35,6 +35,8 @@ class ResettableSession : public LanguageModel {
   std::span<const float> decode(std::span<const int32_t> tokens, bool all_logits) override {
     return session_->decode(tokens, all_logits);
   }
+  void decode_verify(std::span<const int32_t> tokens) override { session_->decode_verify(tokens); }
+  std::span<const float> verify_row(int64_t j) override { return session_->verify_row(j); }
   void rollback(int64_t n_past) override {
     if (n_past == 0 && session_->n_past() > 0) {
       std::vector<int32_t> taps = session_->tap_layers();

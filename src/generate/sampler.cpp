@@ -143,6 +143,36 @@ void Sampler::accept(int32_t token) {
 
 int32_t Sampler::sample(std::span<const float> logits) {
   if (logits.empty()) fail("sampler: empty logits");
+  // Greedy without penalties: the chain keeps the maximum through every stage and masks the
+  // rest, so with one maximum the token is the argmax. One O(vocab) pass instead of the top-k
+  // sort; ties (the chain's candidate order decides them) take the full chain.
+  const bool penalties = config_.penalty_last_n != 0 &&
+                         (config_.repeat_penalty != 1.0f || config_.frequency_penalty != 0.0f ||
+                          config_.presence_penalty != 0.0f);
+  if (config_.temperature <= 0.0f && !penalties) {
+    size_t best = 0;
+    bool tie = false, nan = std::isnan(logits[0]);
+    for (size_t i = 1; i < logits.size(); ++i) {
+      const float v = logits[i];
+      if (v > logits[best]) {
+        best = i;
+        tie = false;
+      } else if (v == logits[best]) {
+        tie = true;
+      } else if (!(v < logits[best])) {
+        nan = true;
+      }
+    }
+    if (!tie && !nan) {
+      std::uniform_real_distribution<double> uniform(0.0, 1.0);
+      uniform(rng_);  // the chain's one draw per token
+      candidates_.resize(1);
+      candidates_[0] = {static_cast<int32_t>(best), logits[best], 1.0f};
+      size_ = 1;
+      sorted_ = true;
+      return static_cast<int32_t>(best);
+    }
+  }
   candidates_.resize(logits.size());
   for (size_t i = 0; i < logits.size(); ++i) {
     candidates_[i] = {static_cast<int32_t>(i), logits[i], 0.0f};

@@ -14,36 +14,81 @@ namespace boltrt {
 // ---------------------------------------------------------------------------------------------
 
 DFlashDrafter::DFlashDrafter(const DFlashDraft& draft, ThreadPool* pool)
-    : draft_(draft), pool_(pool) {}
+    : draft_(draft), pool_(pool) {
+  warm_up();
+}
 
 DFlashDrafter::DFlashDrafter(std::shared_ptr<const DFlashDraft> draft, ThreadPool* pool)
-    : owned_(std::move(draft)), draft_(*owned_), pool_(pool) {}
+    : owned_(std::move(draft)), draft_(*owned_), pool_(pool) {
+  warm_up();
+}
+
+// One block forward on an empty context when the drafter is made: maps the draft's weights
+// (the file is mmapped) and sizes the scratch, so that the first drafting round of a
+// generation does not pay for page faults and allocations.
+void DFlashDrafter::warm_up() {
+  const int64_t B = draft_.config().block_size;
+  block_.assign(static_cast<size_t>(B), draft_.config().mask_token);
+  std::vector<int32_t> out(static_cast<size_t>(B - 1));
+  DFlashKv empty;
+  draft_.draft_greedy(block_.data(), B, empty, scratch_, out.data(), pool_);
+}
+
+void DFlashDrafter::reset() {
+  kv_ = DFlashKv();
+  pending_taps_.clear();
+  pending_rows_ = 0;
+}
 
 bool DFlashDrafter::rollback(int64_t n) {
-  if (n < 0 || n > kv_.pos_end)
-    fail("dflash: cannot roll the draft context back to {} (it ends at {})", n, kv_.pos_end);
+  if (n < 0 || n > context_end())
+    fail("dflash: cannot roll the draft context back to {} (it ends at {})", n, context_end());
+  if (n >= kv_.pos_end) {  // only pending rows go
+    pending_rows_ = n - kv_.pos_end;
+    pending_taps_.resize(static_cast<size_t>(pending_rows_ * tap_row()));
+    return true;
+  }
+  pending_taps_.clear();
+  pending_rows_ = 0;
   kv_.truncate(n);
   return true;
 }
 
 void DFlashDrafter::add_context(std::span<const int32_t> tokens, const float* taps) {
   if (tokens.empty()) return;
-  draft_.inject(taps, static_cast<int64_t>(tokens.size()), kv_, pool_);
+  // Kept until the next proposal (or kPendingMax rows): one batched injection for a run of
+  // plain steps instead of one per token.
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  pending_taps_.insert(pending_taps_.end(), taps, taps + n * tap_row());
+  pending_rows_ += n;
+  if (pending_rows_ >= kPendingMax) flush();
+}
+
+void DFlashDrafter::flush() {
+  if (pending_rows_ == 0) return;
+  draft_.inject(pending_taps_.data(), pending_rows_, kv_, pool_);
+  pending_taps_.clear();
+  pending_rows_ = 0;
+}
+
+const DFlashKv& DFlashDrafter::kv() {
+  flush();
+  return kv_;
+}
+
+int64_t DFlashDrafter::tap_row() const {
+  return draft_.config().n_taps() * draft_.config().n_embd;
 }
 
 void DFlashDrafter::propose(int32_t last, int64_t n, int32_t* out) {
   if (n <= 0) return;
   if (n > max_draft())
     fail("dflash: {} draft tokens exceed the block size - 1 = {}", n, max_draft());
-  const int64_t V = draft_.target().config().n_vocab;
   block_.assign(static_cast<size_t>(n + 1), draft_.config().mask_token);
   block_[0] = last;
-  logits_.resize(static_cast<size_t>(n * V));
-  draft_.draft(block_.data(), n + 1, kv_, logits_.data(), pool_);
-  for (int64_t i = 0; i < n; ++i) {  // slot i+1 predicts the token at its own position
-    const float* row = logits_.data() + i * V;
-    out[i] = static_cast<int32_t>(std::max_element(row, row + V) - row);
-  }
+  flush();
+  // slot i+1 predicts the token at its own position: out[i]
+  draft_.draft_greedy(block_.data(), n + 1, kv_, scratch_, out, pool_);
 }
 
 // ---------------------------------------------------------------------------------------------

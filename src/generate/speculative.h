@@ -39,21 +39,30 @@ class DFlashDrafter : public BlockDrafter {
   DFlashDrafter(std::shared_ptr<const DFlashDraft> draft, ThreadPool* pool);
   int64_t max_draft() const override { return draft_.config().block_size - 1; }
   std::vector<int32_t> tap_layers() const override { return draft_.config().target_layers; }
-  void reset() override { kv_ = DFlashKv(); }
+  void reset() override;
   bool rollback(int64_t n) override;
+  // Context rows are injected lazily: their taps wait until the next propose() (or until 64
+  // rows wait), so a run of plain steps costs one batched injection.
   void add_context(std::span<const int32_t> tokens, const float* taps) override;
-  int64_t context_end() const override { return kv_.pos_end; }
+  int64_t context_end() const override { return kv_.pos_end + pending_rows_; }
   void propose(int32_t last, int64_t n, int32_t* out) override;
-  // The injected context (rows of committed tokens only).
-  const DFlashKv& kv() const { return kv_; }
+  // The injected context (rows of committed tokens only; injects the waiting ones).
+  const DFlashKv& kv();
 
  private:
+  static constexpr int64_t kPendingMax = 64;
+  void warm_up();
+  void flush();
+  int64_t tap_row() const;  // floats of one token's taps
+
+  std::vector<float> pending_taps_;  // [pending_rows_][n_taps][D], positions kv_.pos_end..
+  int64_t pending_rows_ = 0;
   std::shared_ptr<const DFlashDraft> owned_;
   const DFlashDraft& draft_;
   ThreadPool* pool_;
   DFlashKv kv_;
   std::vector<int32_t> block_;
-  std::vector<float> logits_;
+  DFlashScratch scratch_;
 };
 
 struct SpeculativeResult {

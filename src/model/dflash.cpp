@@ -1,5 +1,6 @@
 #include "model/dflash.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -345,11 +346,10 @@ void DFlashDraft::inject(const float* taps, int64_t n_rows, DFlashKv& kv, Thread
   kv.pos_end += n_rows;
 }
 
-void DFlashDraft::draft(const int32_t* tokens, int64_t n_block, const DFlashKv& kv, float* logits,
-                        ThreadPool* pool) const {
+void DFlashDraft::run_block(const int32_t* tokens, int64_t n, DFlashKv& kv, DFlashScratch& ws,
+                            ThreadPool* pool) const {
   const DFlashConfig& c = config_;
   const int64_t D = c.n_embd;
-  const int64_t n = n_block;
   const int64_t q_dim = c.n_head * c.head_dim;
   const int64_t kv_dim = c.n_head_kv * c.head_dim;
   const int64_t n_vocab = target_.config().n_vocab;
@@ -361,84 +361,123 @@ void DFlashDraft::draft(const int32_t* tokens, int64_t n_block, const DFlashKv& 
       fail("dflash draft: block token {} is outside the vocabulary of {}", tokens[t], n_vocab);
     }
   }
+  if (kv.k.empty()) {
+    kv.k.resize(static_cast<size_t>(c.n_layer));
+    kv.v.resize(static_cast<size_t>(c.n_layer));
+  }
   const int64_t n_ctx = kv.n_rows;
   const int64_t pos0 = kv.pos_end;  // block positions pos0 .. pos0+n-1
   const int64_t n_kv = n_ctx + n;
 
   // h = embedding rows of the block (raw target table: llama.cpp applies no scale)   [n][D]
-  std::vector<float> h(static_cast<size_t>(n * D)), a(h.size()), o(h.size());
+  ws.h.resize(static_cast<size_t>(n * D));
+  ws.a.resize(ws.h.size());
+  ws.o.resize(ws.h.size());
+  float* h = ws.h.data();
+  float* a = ws.a.data();
+  float* o = ws.o.data();
   for (int64_t t = 0; t < n; ++t) {
     dequantize_row(token_embd_.type,
                    static_cast<const uint8_t*>(token_embd_.data) +
                        static_cast<size_t>(tokens[t]) * token_embd_.row_stride,
-                   h.data() + t * D, D);
+                   h + t * D, D);
   }
 
-  std::vector<float> q(static_cast<size_t>(n * q_dim)), attn(q.size());
-  std::vector<float> k_all(static_cast<size_t>(n_kv * kv_dim)), v_all(k_all.size());
-  std::vector<float> gate(static_cast<size_t>(n * c.n_ff)), up(gate.size());
+  ws.q.resize(static_cast<size_t>(n * q_dim));
+  ws.attn.resize(ws.q.size());
+  ws.gate.resize(static_cast<size_t>(n * c.n_ff));
+  ws.up.resize(ws.gate.size());
+  float* q = ws.q.data();
+  float* attn = ws.attn.data();
   const float kq_scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
 
   for (int64_t il = 0; il < c.n_layer; ++il) {
     const DFlashLayer& l = layers_[static_cast<size_t>(il)];
     // u = input_layernorm(h)
-    for (int64_t t = 0; t < n; ++t)
-      cpu::rms_norm(h.data() + t * D, l.attn_norm, D, c.rms_eps, a.data() + t * D);
-    // Q, K, V of the block; QK-norm per head; RoPE at the block positions
-    float* k_block = k_all.data() + n_ctx * kv_dim;
-    float* v_block = v_all.data() + n_ctx * kv_dim;
-    linear(l.attn_q, a.data(), n, q.data(), pool);
-    linear(l.attn_k, a.data(), n, k_block, pool);
-    linear(l.attn_v, a.data(), n, v_block, pool);
-    cpu::rms_norm_rows(q.data(), n * c.n_head, c.head_dim, l.attn_q_norm, c.rms_eps);
+    for (int64_t t = 0; t < n; ++t) cpu::rms_norm(h + t * D, l.attn_norm, D, c.rms_eps, a + t * D);
+    // Q, K, V of the block; QK-norm per head; RoPE at the block positions. The block's K/V
+    // rows go right after the context rows of the layer's cache, [n_ctx + n][Hkv*hd], for
+    // this call only (the cache is cut back below), so attention reads one contiguous array.
+    std::vector<float>& kl = kv.k[static_cast<size_t>(il)];
+    std::vector<float>& vl = kv.v[static_cast<size_t>(il)];
+    kl.resize(static_cast<size_t>(n_kv * kv_dim));
+    vl.resize(kl.size());
+    float* k_block = kl.data() + n_ctx * kv_dim;
+    float* v_block = vl.data() + n_ctx * kv_dim;
+    linear(l.attn_q, a, n, q, pool);
+    linear(l.attn_k, a, n, k_block, pool);
+    linear(l.attn_v, a, n, v_block, pool);
+    cpu::rms_norm_rows(q, n * c.n_head, c.head_dim, l.attn_q_norm, c.rms_eps);
     cpu::rms_norm_rows(k_block, n * c.n_head_kv, c.head_dim, l.attn_k_norm, c.rms_eps);
-    rope_rows(q.data(), n, pos0, c.n_head, c);
+    rope_rows(q, n, pos0, c.n_head, c);
     rope_rows(k_block, n, pos0, c.n_head_kv, c);
-    // keys and values: [injected context rows ; block rows]
-    if (n_ctx > 0) {
-      std::memcpy(k_all.data(), kv.k[static_cast<size_t>(il)].data(),
-                  static_cast<size_t>(n_ctx * kv_dim) * sizeof(float));
-      std::memcpy(v_all.data(), kv.v[static_cast<size_t>(il)].data(),
-                  static_cast<size_t>(n_ctx * kv_dim) * sizeof(float));
-    }
     // Non-causal attention: cpu::attention masks keys after the query's position, so the
     // queries are placed at the last key index (n_kv - 1) and every key is visible to all.
-    cpu::attention(q.data(), n, /*q_pos0=*/n_kv - 1, k_all.data(), v_all.data(), n_kv,
-                   /*kv_pos0=*/0, c.n_head, c.n_head_kv, c.head_dim, /*window=*/0, kq_scale,
-                   attn.data(), pool);
+    cpu::attention(q, n, /*q_pos0=*/n_kv - 1, kl.data(), vl.data(), n_kv, /*kv_pos0=*/0, c.n_head,
+                   c.n_head_kv, c.head_dim, /*window=*/0, kq_scale, attn, pool);
+    kl.resize(static_cast<size_t>(n_ctx * kv_dim));  // keeps the capacity for the next call
+    vl.resize(kl.size());
     // h = h + o_proj(attn)
-    linear(l.attn_output, attn.data(), n, o.data(), pool);
-    for (int64_t i = 0; i < n * D; ++i) h[static_cast<size_t>(i)] += o[static_cast<size_t>(i)];
+    linear(l.attn_output, attn, n, o, pool);
+    for (int64_t i = 0; i < n * D; ++i) h[i] += o[i];
     // h = h + down(silu(gate(x)) * up(x)),  x = post_attention_layernorm(h)
-    for (int64_t t = 0; t < n; ++t)
-      cpu::rms_norm(h.data() + t * D, l.ffn_norm, D, c.rms_eps, a.data() + t * D);
-    linear(l.ffn_gate, a.data(), n, gate.data(), pool);
-    linear(l.ffn_up, a.data(), n, up.data(), pool);
-    for (size_t i = 0; i < gate.size(); ++i) {
+    for (int64_t t = 0; t < n; ++t) cpu::rms_norm(h + t * D, l.ffn_norm, D, c.rms_eps, a + t * D);
+    float* gate = ws.gate.data();
+    const float* up = ws.up.data();
+    linear(l.ffn_gate, a, n, gate, pool);
+    linear(l.ffn_up, a, n, ws.up.data(), pool);
+    for (int64_t i = 0; i < n * c.n_ff; ++i) {
       const float g = gate[i];
       gate[i] = g / (1.0f + std::exp(-g)) * up[i];
     }
-    linear(l.ffn_down, gate.data(), n, o.data(), pool);
-    for (int64_t i = 0; i < n * D; ++i) h[static_cast<size_t>(i)] += o[static_cast<size_t>(i)];
+    linear(l.ffn_down, gate, n, o, pool);
+    for (int64_t i = 0; i < n * D; ++i) h[i] += o[i];
   }
 
-  // logits of slots 1..n-1: head(norm(h))                           [n-1][n_vocab(_draft)]
-  const int64_t rows = n - 1;
+  // slots 1..n-1 through the final norm                                        a [n-1][D]
   for (int64_t t = 1; t < n; ++t) {
-    cpu::rms_norm(h.data() + t * D, output_norm_, D, c.rms_eps, a.data() + (t - 1) * D);
+    cpu::rms_norm(h + t * D, output_norm_, D, c.rms_eps, a + (t - 1) * D);
   }
+}
+
+void DFlashDraft::draft(const int32_t* tokens, int64_t n_block, const DFlashKv& kv, float* logits,
+                        ThreadPool* pool) const {
+  const DFlashConfig& c = config_;
+  const int64_t n_vocab = target_.config().n_vocab;
+  DFlashKv work = kv;  // run_block appends the block rows for the call
+  DFlashScratch ws;
+  run_block(tokens, n_block, work, ws, pool);
+
+  // logits of slots 1..n-1: head(norm(h))                           [n-1][n_vocab(_draft)]
+  const int64_t rows = n_block - 1;
   if (!has_d2t()) {
-    linear(output_, a.data(), rows, logits, pool);
+    linear(output_, ws.a.data(), rows, logits, pool);
     return;
   }
   std::vector<float> small(static_cast<size_t>(rows * c.n_vocab_draft));
-  linear(output_, a.data(), rows, small.data(), pool);
+  linear(output_, ws.a.data(), rows, small.data(), pool);
   for (int64_t r = 0; r < rows; ++r) {
     float* out = logits + r * n_vocab;
     for (int64_t i = 0; i < n_vocab; ++i) out[i] = -std::numeric_limits<float>::infinity();
     for (int64_t i = 0; i < c.n_vocab_draft; ++i) {
       out[d2t_[static_cast<size_t>(i)]] = small[static_cast<size_t>(r * c.n_vocab_draft + i)];
     }
+  }
+}
+
+void DFlashDraft::draft_greedy(const int32_t* tokens, int64_t n_block, DFlashKv& kv,
+                               DFlashScratch& ws, int32_t* out, ThreadPool* pool) const {
+  run_block(tokens, n_block, kv, ws, pool);
+  // argmax of head(norm(h)) per slot 1..n-1 (the first maximum, as std::max_element over the
+  // logits draft() writes); with d2t the draft row maps to its target token
+  const int64_t rows = n_block - 1;
+  const int64_t V = c_vocab_rows();
+  ws.logits.resize(static_cast<size_t>(rows * V));
+  linear(output_, ws.a.data(), rows, ws.logits.data(), pool);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = ws.logits.data() + r * V;
+    const int64_t best = std::max_element(row, row + V) - row;
+    out[r] = static_cast<int32_t>(has_d2t() ? d2t_[static_cast<size_t>(best)] : best);
   }
 }
 

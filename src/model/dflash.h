@@ -77,6 +77,11 @@ struct DFlashKv {
   void truncate(int64_t n);
 };
 
+// Scratch memory of draft calls, reused between them (one per drafter).
+struct DFlashScratch {
+  std::vector<float> h, a, o, q, attn, gate, up, logits;
+};
+
 class DFlashDraft {
  public:
   // Opens and maps the draft and checks it against the target it will run with.
@@ -104,12 +109,25 @@ class DFlashDraft {
   void draft(const int32_t* tokens, int64_t n_block, const DFlashKv& kv, float* logits,
              ThreadPool* pool) const;
 
+  // Greedy drafting: the same block forward, writing the argmax token of each slot
+  // 1..n_block-1 (the first maximum of the row draft() would write) to out[0..n_block-1).
+  // The block's K/V rows are appended to kv for the call and cut off again (kv ends as it
+  // started; its capacity is kept), so the context is never copied.
+  void draft_greedy(const int32_t* tokens, int64_t n_block, DFlashKv& kv, DFlashScratch& ws,
+                    int32_t* out, ThreadPool* pool) const;
+
   // Stateless convenience: inject the n_ctx context rows (positions 0..n_ctx-1) into a fresh
   // cache, then draft [last_token, mask x (n_block-1)] at positions n_ctx..
   void forward(const float* taps, int64_t n_ctx, int32_t last_token, int64_t n_block, float* logits,
                ThreadPool* pool) const;
 
  private:
+  // The block forward up to the final norm: leaves slots 1..n-1's normed rows in ws.a
+  // ([n-1][D]); kv as in draft_greedy.
+  void run_block(const int32_t* tokens, int64_t n, DFlashKv& kv, DFlashScratch& ws,
+                 ThreadPool* pool) const;
+  int64_t c_vocab_rows() const { return config_.n_vocab_draft; }
+
   std::unique_ptr<gguf::File> file_;
   const Gemma4Model& target_;
   DFlashConfig config_;

@@ -622,17 +622,27 @@ void Gemma4Model::forward(const int32_t* tokens, std::span<const Gemma4Sequence>
 
   // --- 5.10 output: final norm, head, soft-cap (only for the rows asked for)
   if (!logits) return;
-  std::vector<int64_t> out_rows;  // batch rows whose logits are asked for
   if (all_logits) {
-    for (int64_t t = 0; t < n; ++t) out_rows.push_back(t);
-  } else {
-    int64_t end = 0;
-    for (const Gemma4Sequence& s : sequences) out_rows.push_back((end += s.n_tokens) - 1);
+    output_logits(h, n, ws, pool, logits);
+    return;
   }
-  const int64_t rows = static_cast<int64_t>(out_rows.size());
+  // each sequence's last row, gathered into o (free here)                        [rows][D]
+  int64_t rows = 0, end = 0;
+  for (const Gemma4Sequence& s : sequences) {
+    end += s.n_tokens;
+    std::memcpy(o + rows * D, h + (end - 1) * D, static_cast<size_t>(D) * sizeof(float));
+    ++rows;
+  }
+  output_logits(o, rows, ws, pool, logits);
+}
+
+void Gemma4Model::output_logits(const float* h, int64_t rows, Gemma4Workspace& ws, ThreadPool* pool,
+                                float* logits) const {
+  const Gemma4Config& c = config_;
+  const int64_t D = c.n_embd;
   float* hn = sized(ws.last, rows * D);
   for (int64_t r = 0; r < rows; ++r) {
-    cpu::rms_norm(h + out_rows[static_cast<size_t>(r)] * D, output_norm_.data, D, eps, hn + r * D);
+    cpu::rms_norm(h + r * D, output_norm_.data, D, c.rms_eps, hn + r * D);
   }
   linear(output_, hn, rows, logits, pool);  // [rows][V]
   if (c.logit_softcap > 0.0f) cpu::softcap(logits, rows * c.n_vocab, c.logit_softcap);

@@ -179,6 +179,12 @@ class Gemma4Model {
                Gemma4Workspace& ws, ThreadPool* pool, float* logits, bool all_logits,
                const Gemma4Taps* taps = nullptr) const;
 
+  // The output head (§5.10) over `rows` final hidden rows h [rows][D] (the residual stream
+  // after the last layer, before the final norm: tap id n_layer): final norm, head, soft-cap
+  // -> logits [rows][n_vocab]. Uses ws.last as scratch.
+  void output_logits(const float* h, int64_t rows, Gemma4Workspace& ws, ThreadPool* pool,
+                     float* logits) const;
+
  private:
   void feed_forward_moe(const Gemma4Layer& layer, int64_t n_tokens, Gemma4Workspace& ws,
                         ThreadPool* pool) const;

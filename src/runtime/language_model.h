@@ -29,6 +29,19 @@ class LanguageModel {
   // Forgets every token at position >= n_past (n_past <= n_past()).
   virtual void rollback(int64_t n_past) = 0;
 
+  // A speculative verify batch: runs `tokens` as decode(tokens, true) does, but a model may
+  // compute a row's logits only when verify_row() asks for it (verification reads the rows in
+  // order and stops at the first rejected draft, so the output head of the rows after it is
+  // never needed). verify_row(j) (j < tokens.size()) returns row j's n_vocab logits, equal to
+  // row j of decode(tokens, true), valid until the next decode or rollback.
+  virtual void decode_verify(std::span<const int32_t> tokens) {
+    verify_logits_ = decode(tokens, /*all_logits=*/true);
+  }
+  virtual std::span<const float> verify_row(int64_t j) {
+    const size_t V = static_cast<size_t>(n_vocab());
+    return verify_logits_.subspan(static_cast<size_t>(j) * V, V);
+  }
+
   void reset() { rollback(0); }
 
   // Hidden-state capture for speculative drafting (DFlash KV injection, shared/docs/dflash.md
@@ -40,6 +53,9 @@ class LanguageModel {
   }
   // The taps of the last decode() call (empty when capture is off).
   virtual std::span<const float> taps() const { return {}; }
+
+ private:
+  std::span<const float> verify_logits_;  // the default decode_verify's rows
 };
 
 }  // namespace boltrt

@@ -30,6 +30,7 @@ std::span<const float> Gemma4Session::decode(std::span<const int32_t> tokens, bo
   const int64_t n = static_cast<int64_t>(tokens.size());
   const int64_t V = n_vocab();
   if (n == 0) fail("decode: no tokens");
+  verify_rows_ = 0;  // logits_ is overwritten
   if (n_past() + n > n_ctx()) {
     fail("decode: {} tokens after {} do not fit in the context of {}", n, n_past(), n_ctx());
   }
@@ -57,6 +58,51 @@ std::span<const float> Gemma4Session::decode(std::span<const int32_t> tokens, bo
   return {logits_.data(), logits_.size()};
 }
 
+void Gemma4Session::decode_verify(std::span<const int32_t> tokens) {
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  const int64_t V = n_vocab(), D = model_.config().n_embd;
+  verify_rows_ = 0;
+  if (n > n_batch_ || n == 0) {  // several forward calls: every row's logits at once
+    decode(tokens, /*all_logits=*/true);
+    verify_rows_ = n;
+    verify_done_.assign(static_cast<size_t>(n), 1);
+    return;
+  }
+  if (n_past() + n > n_ctx()) {
+    fail("decode: {} tokens after {} do not fit in the context of {}", n, n_past(), n_ctx());
+  }
+  for (int32_t t : tokens) {
+    if (t < 0 || t >= V) fail("decode: token id {} outside the vocabulary [0, {})", t, V);
+  }
+  const int64_t tap_row = static_cast<int64_t>(tap_layers_.size()) * D;
+  taps_.resize(static_cast<size_t>(n * tap_row));
+  const Gemma4Taps taps{tap_layers_, taps_.data()};
+  // no logits: the forward leaves the final residual rows in workspace_.h
+  model_.forward(tokens.data(), n, n_past(), kv_, workspace_, pool_, nullptr, false,
+                 tap_layers_.empty() ? nullptr : &taps);
+  kv_.set_n_past(n_past() + n);
+  verify_hidden_.assign(workspace_.h.begin(), workspace_.h.begin() + n * D);
+  logits_.resize(static_cast<size_t>(n * V));
+  verify_done_.assign(static_cast<size_t>(n), 0);
+  verify_rows_ = n;
+}
+
+std::span<const float> Gemma4Session::verify_row(int64_t j) {
+  const int64_t V = n_vocab(), D = model_.config().n_embd;
+  if (j < 0 || j >= verify_rows_) fail("verify_row: row {} of a batch of {}", j, verify_rows_);
+  float* row = logits_.data() + j * V;
+  if (!verify_done_[static_cast<size_t>(j)]) {
+    // Rows in doubling chunks (0, 1, 2-3, 4-7, ...): a walk that goes on past row j likely
+    // goes further, and a head over several rows costs less per row than one row at a time.
+    const int64_t limit = std::min(verify_rows_, j + std::max<int64_t>(1, j));
+    int64_t end = j + 1;  // up to the limit or the first row already computed (kept as is)
+    while (end < limit && !verify_done_[static_cast<size_t>(end)]) ++end;
+    model_.output_logits(verify_hidden_.data() + j * D, end - j, workspace_, pool_, row);
+    std::fill(verify_done_.begin() + j, verify_done_.begin() + end, uint8_t{1});
+  }
+  return {row, static_cast<size_t>(V)};
+}
+
 void Gemma4Session::set_tap_layers(std::vector<int32_t> layers) {
   for (int32_t k : layers) {
     if (k < 0 || k > model_.config().n_layer) {
@@ -69,6 +115,7 @@ void Gemma4Session::set_tap_layers(std::vector<int32_t> layers) {
 
 void Gemma4Session::rollback(int64_t n_past) {
   kv_.rollback(n_past);
+  verify_rows_ = 0;  // the verify rows are gone with their tokens
 }
 
 }  // namespace boltrt
@@ -125,6 +172,7 @@ std::vector<std::span<const float>> Gemma4Session::decode_batch(
     s.kv_.set_n_past(s.n_past() + static_cast<int64_t>(tokens[i].size()));
     const auto row = logits.begin() + static_cast<std::ptrdiff_t>(i * static_cast<size_t>(V));
     s.logits_.assign(row, row + V);
+    s.verify_rows_ = 0;
     out.emplace_back(s.logits_.data(), s.logits_.size());
   }
   return out;

@@ -33,6 +33,11 @@ class Gemma4Session : public LanguageModel {
   // Rolls back at most n_batch tokens when the model has sliding-window layers (their ring
   // keeps no more); throws boltrt::Error otherwise.
   void rollback(int64_t n_past) override;
+  // Verify batches of at most n_batch tokens keep their final hidden rows and run the output
+  // head for a row only when verify_row() asks for it, in doubling chunks of rows (0, 1, 2-3,
+  // 4-7, ...); longer batches: every row at once.
+  void decode_verify(std::span<const int32_t> tokens) override;
+  std::span<const float> verify_row(int64_t j) override;
 
   // Makes this session hold the first n tokens of `other` (same model and KV type), e.g. a
   // shared system prompt processed once.
@@ -66,6 +71,11 @@ class Gemma4Session : public LanguageModel {
   std::vector<float> logits_;
   std::vector<int32_t> tap_layers_;
   std::vector<float> taps_;
+  // decode_verify(): the batch's final hidden rows [n][D], which rows' logits (in logits_,
+  // [n][V]) are computed, and whether every row was computed at once.
+  std::vector<float> verify_hidden_;
+  std::vector<uint8_t> verify_done_;
+  int64_t verify_rows_ = 0;
 };
 
 }  // namespace boltrt
