@@ -204,7 +204,17 @@ std::map<std::string, Json> results_by_id(const std::string& path) {
   return out;
 }
 
+// The batch runs on the shipped trained model and its trained draft, not the random pair: which
+// sequences share a batched forward depends on thread timing (continuous batching), and a
+// 12-row verify batch goes through other matmul kernels than one row (last-bit differences).
+// Greedy equality across --parallel values therefore needs logit margins well above those
+// differences, which a trained model has at these prompts and a random one does not (under load
+// the random pair once flipped a near tie).
 TEST_F(DraftFrontends, BatchWithADraftEqualsPlain) {
+  const std::string tiny = test::source_dir() + "/models/tiny/tiny-q8_0.gguf";
+  const std::string tiny_draft = test::source_dir() + "/models/tiny/tiny-dflash.gguf";
+  const std::string args = " -m " + quote(tiny) + " -t 2 -c 512 ";
+  const std::string draft = " --draft " + quote(tiny_draft) + " --draft-max 3 --draft-min 3 ";
   const std::string input = dir_ + "/requests.jsonl";
   std::ofstream(input)
       << R"({"id": "a", "prompt": "The quick brown fox", "max_tokens": 40})"
@@ -219,16 +229,16 @@ TEST_F(DraftFrontends, BatchWithADraftEqualsPlain) {
          "\n";
   auto run = [&](const std::string& name, const std::string& extra) {
     const std::string output = dir_ + "/" + name + ".jsonl";
-    const Outcome r = test::run_command_split(
-        cli() + " batch" + model_args() + "--temp 0 --input " + quote(input) + " --output " +
-        quote(output) + " --overwrite --progress off " + extra);
+    const Outcome r = test::run_command_split(cli() + " batch" + args + "--temp 0 --input " +
+                                              quote(input) + " --output " + quote(output) +
+                                              " --overwrite --progress off " + extra);
     EXPECT_EQ(r.status, 0) << r.err;
     return std::make_pair(results_by_id(output), r.err);
   };
   const auto [plain, plain_err] = run("plain", "--parallel 2");
   ASSERT_EQ(plain.size(), 5u) << plain_err;
   for (const std::string parallel : {"--parallel 1", "--parallel 3"}) {
-    const auto [drafted, err] = run("drafted", parallel + draft_args());
+    const auto [drafted, err] = run("drafted", parallel + draft);
     ASSERT_EQ(drafted.size(), 5u) << err;
     SpeculativeStats total;
     for (const auto& [id, want] : plain) {

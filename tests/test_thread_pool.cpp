@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include "runtime/thread_pool.h"
@@ -32,6 +33,39 @@ TEST(ThreadPool, RunUsesEveryThreadAndIsReusable) {
     pool.run([&](int t) { mask |= 1 << t; });
     ASSERT_EQ(mask.load(), 0xF);
   }
+}
+
+// Callers on several threads at once (batch workers drafting, API sessions) take turns: every
+// job runs whole and nobody waits forever (before the turn-taking, two concurrent dispatches
+// overwrote each other's job state and one caller spun forever).
+TEST(ThreadPool, CallersOnSeveralThreadsTakeTurns) {
+  ThreadPool pool(2);
+  constexpr int kCallers = 4, kRounds = 300;
+  constexpr int64_t kN = 97;
+  std::atomic<int64_t> total{0};
+  std::vector<std::thread> callers;
+  for (int c = 0; c < kCallers; ++c) {
+    callers.emplace_back([&, c] {
+      for (int round = 0; round < kRounds; ++round) {
+        std::vector<int> hits(static_cast<size_t>(kN), 0);
+        if ((round + c) % 2 == 0) {
+          pool.parallel_for(kN, 1, [&](int64_t b, int64_t e, int) {
+            for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)]++;
+          });
+        } else {
+          std::atomic<int64_t> next{0};
+          pool.run_shared([&](int) {
+            for (int64_t i; (i = next.fetch_add(1)) < kN;) hits[static_cast<size_t>(i)]++;
+          });
+        }
+        int64_t sum = 0;
+        for (int h : hits) sum += h;
+        total += sum;
+      }
+    });
+  }
+  for (std::thread& t : callers) t.join();
+  EXPECT_EQ(total.load(), int64_t{kCallers} * kRounds * kN);
 }
 
 TEST(ThreadPool, PhysicalCoresAtLeastOne) {

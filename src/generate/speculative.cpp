@@ -14,25 +14,10 @@ namespace boltrt {
 // ---------------------------------------------------------------------------------------------
 
 DFlashDrafter::DFlashDrafter(const DFlashDraft& draft, ThreadPool* pool)
-    : draft_(draft), pool_(pool) {
-  warm_up();
-}
+    : draft_(draft), pool_(pool) {}
 
 DFlashDrafter::DFlashDrafter(std::shared_ptr<const DFlashDraft> draft, ThreadPool* pool)
-    : owned_(std::move(draft)), draft_(*owned_), pool_(pool) {
-  warm_up();
-}
-
-// One block forward on an empty context when the drafter is made: maps the draft's weights
-// (the file is mmapped) and sizes the scratch, so that the first drafting round of a
-// generation does not pay for page faults and allocations.
-void DFlashDrafter::warm_up() {
-  const int64_t B = draft_.config().block_size;
-  block_.assign(static_cast<size_t>(B), draft_.config().mask_token);
-  std::vector<int32_t> out(static_cast<size_t>(B - 1));
-  DFlashKv empty;
-  draft_.draft_greedy(block_.data(), B, empty, scratch_, out.data(), pool_);
-}
+    : owned_(std::move(draft)), draft_(*owned_), pool_(pool) {}
 
 void DFlashDrafter::reset() {
   kv_ = DFlashKv();

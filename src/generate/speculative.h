@@ -51,7 +51,6 @@ class DFlashDrafter : public BlockDrafter {
 
  private:
   static constexpr int64_t kPendingMax = 64;
-  void warm_up();
   void flush();
   int64_t tap_row() const;  // floats of one token's taps
 

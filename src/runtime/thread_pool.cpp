@@ -125,6 +125,7 @@ void ThreadPool::dispatch(const std::function<void(int)>& fn, bool shared) {
     fn(0);
     return;
   }
+  std::lock_guard<std::mutex> one_job_at_a_time(dispatch_mutex_);
   job_.store(&fn, std::memory_order_relaxed);
   pending_.store(shared ? 0 : n_threads_ - 1, std::memory_order_relaxed);
   bool wake = false;

@@ -10,6 +10,11 @@
 // chunks): a worker that has not joined by the time the caller's own call returns skips the job,
 // so the caller never waits for a thread that the OS has not scheduled yet, only for the ones
 // still finishing a piece of work.
+//
+// A pool runs one job at a time. Callers on several threads (batch workers' drafts, API
+// sessions) take turns on dispatch_mutex_: a second caller waits for the first job to finish
+// instead of overwriting its state (which would leave a caller spinning forever). A job must
+// not dispatch on its own pool.
 #pragma once
 #include <atomic>
 #include <condition_variable>
@@ -56,6 +61,7 @@ class ThreadPool {
   int n_threads_;
   std::vector<std::thread> workers_;
   std::mutex mutex_;
+  std::mutex dispatch_mutex_;  // held by the thread whose job runs (one job at a time)
   std::condition_variable wake_;
   std::atomic<const std::function<void(int)>*> job_{nullptr};
   // Job number, shared flag and open flag (thread_pool.cpp): a new number per job; a run_shared
