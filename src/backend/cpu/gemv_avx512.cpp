@@ -393,36 +393,6 @@ void legacy_rows(const uint8_t* row, const LegacyCodes* const* y, int64_t nblk, 
 
 // ---- drivers --------------------------------------------------------------------------------
 
-template <typename Fn>
-void dispatch_nb(int64_t nb, Fn&& fn) {
-  switch (nb) {
-    case 8:
-      fn(std::integral_constant<int, 8>{});
-      break;
-    case 7:
-      fn(std::integral_constant<int, 7>{});
-      break;
-    case 6:
-      fn(std::integral_constant<int, 6>{});
-      break;
-    case 5:
-      fn(std::integral_constant<int, 5>{});
-      break;
-    case 4:
-      fn(std::integral_constant<int, 4>{});
-      break;
-    case 3:
-      fn(std::integral_constant<int, 3>{});
-      break;
-    case 2:
-      fn(std::integral_constant<int, 2>{});
-      break;
-    default:
-      fn(std::integral_constant<int, 1>{});
-      break;
-  }
-}
-
 // Weight rows in chunks of about kChunkBytes; each chunk against groups of up to kMaxNb
 // activation rows, each weight row unpacked once per group (with more than kMaxNb activation
 // rows the chunk is read again from L2). The columns are cut into equal slices whose activations

@@ -281,36 +281,6 @@ T* panel_buffer(size_t n) {
   return panel.data();
 }
 
-template <typename Fn>
-void dispatch_nb(int64_t nb, Fn&& fn) {
-  switch (nb) {
-    case 8:
-      fn(std::integral_constant<int, 8>{});
-      break;
-    case 7:
-      fn(std::integral_constant<int, 7>{});
-      break;
-    case 6:
-      fn(std::integral_constant<int, 6>{});
-      break;
-    case 5:
-      fn(std::integral_constant<int, 5>{});
-      break;
-    case 4:
-      fn(std::integral_constant<int, 4>{});
-      break;
-    case 3:
-      fn(std::integral_constant<int, 3>{});
-      break;
-    case 2:
-      fn(std::integral_constant<int, 2>{});
-      break;
-    default:
-      fn(std::integral_constant<int, 1>{});
-      break;
-  }
-}
-
 // For each 16-row group: decode(g, panel) once, then compute<nb>(panel, r0, b0, mask) for each
 // group of up to 8 activation rows.
 template <typename Decode, typename Compute>

@@ -7,6 +7,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "backend/cpu/matmul.h"
 #include "quant/blocks.h"
@@ -73,5 +74,37 @@ void avx512_quantize_act_q8_k(const float* x, void* dst, int64_t n);
 
 // The scalar reference dot product of one weight row with one converted activation row.
 float scalar_vec_dot(GgmlType type, int64_t cols, const void* w_row, const void* a_row);
+
+// Calls fn(std::integral_constant<int, nb>{}) for nb in 2..8 (anything else as 1): the SIMD
+// kernels unroll over a compile-time number of activation rows.
+template <typename Fn>
+void dispatch_nb(int64_t nb, Fn&& fn) {
+  switch (nb) {
+    case 8:
+      fn(std::integral_constant<int, 8>{});
+      break;
+    case 7:
+      fn(std::integral_constant<int, 7>{});
+      break;
+    case 6:
+      fn(std::integral_constant<int, 6>{});
+      break;
+    case 5:
+      fn(std::integral_constant<int, 5>{});
+      break;
+    case 4:
+      fn(std::integral_constant<int, 4>{});
+      break;
+    case 3:
+      fn(std::integral_constant<int, 3>{});
+      break;
+    case 2:
+      fn(std::integral_constant<int, 2>{});
+      break;
+    default:
+      fn(std::integral_constant<int, 1>{});
+      break;
+  }
+}
 
 }  // namespace boltrt::cpu
