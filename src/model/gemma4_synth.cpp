@@ -184,7 +184,8 @@ void apply_quant_mix(std::vector<Spec>& specs, const Gemma4Config& c, std::strin
   }
 }
 
-std::vector<Spec> build_specs(const Gemma4Config& c, std::string_view file_type) {
+std::vector<Spec> build_specs(const Gemma4Config& c, std::string_view file_type,
+                              double block_output_scale) {
   std::vector<Spec> specs;
   const int64_t D = c.n_embd, L = c.n_layer, P = c.n_embd_per_layer;
   auto matrix = [&](std::string name, std::vector<int64_t> ne, double stddev = 0) {
@@ -234,12 +235,12 @@ std::vector<Spec> build_specs(const Gemma4Config& c, std::string_view file_type)
       if (swa || !c.k_eq_v_on_full) matrix(n("attn_v.weight"), {D, hkv * hd});
     }
     matrix(n("attn_output.weight"), {c.n_head * hd, D});
-    norm(n("post_attention_norm.weight"), D);
+    norm(n("post_attention_norm.weight"), D, block_output_scale);
     norm(n("ffn_norm.weight"), D);
     matrix(n("ffn_gate.weight"), {D, c.n_ff[il]});
     matrix(n("ffn_up.weight"), {D, c.n_ff[il]});
     matrix(n("ffn_down.weight"), {c.n_ff[il], D});
-    norm(n("post_ffw_norm.weight"), D);
+    norm(n("post_ffw_norm.weight"), D, block_output_scale);
     if (c.n_expert > 0) {
       // Router input is RMSNorm(h)/sqrt(D) (RMS 1/sqrt(D)); std 2 weights give router logits
       // of std ~2, so the top-k choice is well separated (no near-ties between engines).
@@ -262,7 +263,7 @@ std::vector<Spec> build_specs(const Gemma4Config& c, std::string_view file_type)
     if (P > 0) {
       matrix(n("inp_gate.weight"), {D, P});
       matrix(n("proj.weight"), {P, D});
-      norm(n("post_norm.weight"), D);
+      norm(n("post_norm.weight"), D, block_output_scale);
     }
     norm(n("layer_output_scale.weight"), 1, 1.0);
   }
@@ -375,7 +376,7 @@ Gemma4SynthStats prepare(const Gemma4Config& c, const Gemma4SynthOptions& option
     write_synth_vocab(w, vocab);
   }
 
-  std::vector<Spec> specs = build_specs(config, options.type);
+  std::vector<Spec> specs = build_specs(config, options.type, options.block_output_scale);
   const int threads = std::max(1, options.threads);
   if (threads > 1) pool = std::make_unique<ThreadPool>(threads);
   Gemma4SynthStats stats;

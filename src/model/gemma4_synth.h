@@ -58,6 +58,11 @@ struct Gemma4SynthOptions {
   // draws below, so small quantized models approximate the f32 model of the same seed),
   // 0 always quantize_row, 1 always random blocks with sane scales (fast).
   int random_blocks = -1;
+  // Scales the norms at the end of every block (post-attention, post-FFN, per-layer embedding):
+  // below 1 the residual stream stays close to the token embedding, so greedy choices have wide
+  // margins. For timing benchmarks whose forced choices must not flip when a batch of another
+  // size rounds differently in the last bits (which a deep random model amplifies). 1: as usual.
+  double block_output_scale = 1.0;
 };
 
 struct Gemma4SynthStats {
