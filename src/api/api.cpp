@@ -24,6 +24,16 @@ class LockedSequence : public LanguageModel {
     std::lock_guard lock(mutex_);
     inner_->rollback(n_past);
   }
+  // The lazy verify head (LanguageModel::decode_verify) passes through: verify_row runs the
+  // output head on the shared thread pool, so it takes the lock too.
+  void decode_verify(std::span<const int32_t> tokens) override {
+    std::lock_guard lock(mutex_);
+    inner_->decode_verify(tokens);
+  }
+  std::span<const float> verify_row(int64_t j) override {
+    std::lock_guard lock(mutex_);
+    return inner_->verify_row(j);
+  }
   void set_tap_layers(std::vector<int32_t> layers) override {
     inner_->set_tap_layers(std::move(layers));
   }
