@@ -6,6 +6,7 @@
 //
 //   bench_speculative [--synth tiny|e2b|e4b|...] [--layers N] [--type f32|q4_k|...] [-t THREADS]
 //                     [-n TOKENS] [--block B] [--draft-layers N] [--alpha 0,0.5,0.8,0.9,1]
+//                     [--draft-vocab N (reduced draft head)] [--draft-type f32|q8_0|q4_K|...]
 //                     [--block-scale S (0.03; 1 = the usual synthetic weights)]
 //
 // Prints one line per alpha: tokens/s, mean acceptance length, speed-up over plain.
@@ -96,6 +97,8 @@ int main(int argc, char** argv) {
   std::string preset = "tiny", type = "f32", alphas = "0,0.5,0.7,0.8,0.9,1";
   int64_t layers = 0, tokens = 128, block = 16, draft_layers = 2;
   double block_scale = 0.03;
+  int64_t draft_vocab = 0;
+  std::string draft_type = "f32";
   int threads = 1;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -120,6 +123,10 @@ int main(int argc, char** argv) {
       block = std::stoll(next());
     else if (a == "--draft-layers")
       draft_layers = std::stoll(next());
+    else if (a == "--draft-type")
+      draft_type = next();
+    else if (a == "--draft-vocab")
+      draft_vocab = std::stoll(next());
     else if (a == "--block-scale")
       block_scale = std::stod(next());
     else if (a == "--alpha")
@@ -153,6 +160,12 @@ int main(int argc, char** argv) {
     dopt.n_head_kv = config.layers[0].n_head_kv;
     dopt.head_dim = config.n_embd / dopt.n_head;
     dopt.n_ff = config.n_embd * 3;
+    // > 0: the draft's own output head over that many tokens (d2t map), instead of borrowing the
+    // target's n_vocab-row head; the draft head is a large share of a round at E4B's 262,144.
+    dopt.n_vocab_draft = draft_vocab;
+    const auto dtype = type_from_name(draft_type);
+    if (!dtype) fail("unknown draft type '{}'", draft_type);
+    dopt.matrix_type = *dtype;
     model::write_dflash_synth(target->config(), dopt, dir + "/draft.gguf");
     auto draft = DFlashDraft::load(dir + "/draft.gguf", *target);
 
@@ -176,8 +189,11 @@ int main(int argc, char** argv) {
     const GenerationResult ref = plain.generate(prompt, go);
     const double plain_s = seconds_since(t0);
     const double plain_tps = static_cast<double>(ref.tokens.size()) / plain_s;
-    fmt::print("target {} {} ({} layers, D {}), draft {} layers, block {}, {} threads, {} tokens\n",
-               preset, type, config.n_layer, config.n_embd, draft_layers, block, threads, tokens);
+    fmt::print(
+        "target {} {} ({} layers, D {}), draft {} layers {}, block {}, draft head {} tokens, {} "
+        "threads, {} tokens\n",
+        preset, type, config.n_layer, config.n_embd, draft_layers, draft_type, block,
+        draft_vocab > 0 ? draft_vocab : config.n_vocab, threads, tokens);
     fmt::print("plain: {:.1f} tokens/s\n", plain_tps);
 
     DFlashDrafter dflash(*draft, &pool);

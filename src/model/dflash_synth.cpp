@@ -7,6 +7,7 @@
 
 #include "gguf/gguf_writer.h"
 #include "model/synth_weights.h"
+#include "quant/quantize.h"
 #include "util/error.h"
 
 namespace boltrt::model {
@@ -57,7 +58,10 @@ void write_dflash_synth(const boltrt::Gemma4Config& target, const DFlashSynthOpt
 
   // Weights: one PRNG stream per tensor; matrices ~N(0, 1/in), norms ~1 +- 0.1.
   auto data = std::make_shared<std::vector<std::vector<uint8_t>>>();
-  auto add = [&](const std::string& name, std::vector<int64_t> ne, double mean, double stddev) {
+  if (!can_quantize(o.matrix_type) || type_traits(o.matrix_type).block_size <= 0)
+    fail("synth-draft: cannot write matrices of type {}", type_traits(o.matrix_type).name);
+  auto add = [&](const std::string& name, std::vector<int64_t> ne, double mean, double stddev,
+                 GgmlType type = GgmlType::F32) {
     int64_t count = 1;
     for (int64_t d : ne) count *= d;
     std::vector<float> v(static_cast<size_t>(count));
@@ -66,12 +70,17 @@ void write_dflash_synth(const boltrt::Gemma4Config& target, const DFlashSynthOpt
     for (int64_t r = 0; r < rows; ++r) {
       draw_row(WeightInit::normal(mean, stddev), seed, r, v.data() + r * ne[0], ne[0]);
     }
-    auto& bytes = data->emplace_back(v.size() * sizeof(float));
-    std::memcpy(bytes.data(), v.data(), bytes.size());
-    w.add_tensor_data(name, GgmlType::F32, ne, bytes.data());
+    if (ne[0] % type_traits(type).block_size != 0) type = GgmlType::F32;
+    auto& bytes = data->emplace_back(static_cast<size_t>(rows) * row_size(type, ne[0]));
+    const size_t row_bytes = row_size(type, ne[0]);
+    for (int64_t r = 0; r < rows; ++r) {
+      quantize_row(type, v.data() + r * ne[0], bytes.data() + static_cast<size_t>(r) * row_bytes,
+                   ne[0]);
+    }
+    w.add_tensor_data(name, type, ne, bytes.data());
   };
   auto mat = [&](const std::string& name, int64_t in, int64_t out) {
-    add(name, {in, out}, 0.0, 1.0 / std::sqrt(static_cast<double>(in)));
+    add(name, {in, out}, 0.0, 1.0 / std::sqrt(static_cast<double>(in)), o.matrix_type);
   };
   auto norm = [&](const std::string& name, int64_t n) { add(name, {n}, 1.0, 0.1); };
 

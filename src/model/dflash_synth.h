@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "model/gemma4.h"
+#include "quant/ggml_type.h"
 
 namespace boltrt::gguf {
 class File;
@@ -26,6 +27,9 @@ struct DFlashSynthOptions {
   std::vector<int32_t> target_layer_ids;
   int32_t mask_token = -1;    // -1: the target's last token id
   int64_t n_vocab_draft = 0;  // > 0: reduced vocabulary (own output head + d2t)
+  // The matrices' type (fc, attention, FFN, reduced head), quantized from the float draws;
+  // norms stay F32, as do matrices whose rows the type's block size does not divide.
+  GgmlType matrix_type = GgmlType::F32;
   uint64_t seed = 1;
   // Copy the tokenizer.* keys from this file (the target), as llama.cpp's converter does; needed
   // for llama.cpp to load the draft. Null: no tokenizer keys besides the mask token.

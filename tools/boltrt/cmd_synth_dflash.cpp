@@ -13,6 +13,7 @@ namespace {
 struct SynthDraftArgs {
   std::string target;
   std::string out;
+  std::string type = "f32";
   boltrt::model::DFlashSynthOptions options;
 };
 
@@ -32,11 +33,17 @@ void setup(CLI::App& sub) {
   sub.add_option("--mask-token", o.mask_token, "Mask token id (default: the last token)");
   sub.add_option("--draft-vocab", o.n_vocab_draft,
                  "Reduced draft vocabulary (own head + d2t); 0: the target's");
+  sub.add_option("--type", args->type,
+                 "Matrix type (f32, f16, bf16, q8_0, q4_0, q4_K, q6_K, ...); norms stay f32")
+      ->capture_default_str();
   sub.add_option("--seed", o.seed, "Random seed")->capture_default_str();
   sub.add_option("-o,--output", args->out, "Output GGUF path")->required();
   sub.callback([args] {
     auto target = boltrt::Gemma4Model::load(args->target);
     boltrt::model::DFlashSynthOptions options = args->options;
+    const auto type = boltrt::type_from_name(args->type);
+    if (!type) boltrt::fail("synth-draft: unknown matrix type '{}'", args->type);
+    options.matrix_type = *type;
     options.tokenizer_from = &target->file();
     boltrt::model::write_dflash_synth(target->config(), options, args->out);
     fmt::print("wrote {} (dflash draft for {})\n", args->out, args->target);
