@@ -7,6 +7,7 @@
 //   bench_speculative [--synth tiny|e2b|e4b|...] [--layers N] [--type f32|q4_k|...] [-t THREADS]
 //                     [-n TOKENS] [--block B] [--draft-layers N] [--alpha 0,0.5,0.8,0.9,1]
 //                     [--draft-vocab N (reduced draft head)] [--draft-type f32|q8_0|q4_K|...]
+//                     [--adaptive (the default length policy instead of block - 1 every round)]
 //                     [--block-scale S (0.03; 1 = the usual synthetic weights)]
 //
 // Prints one line per alpha: tokens/s, mean acceptance length, speed-up over plain.
@@ -99,6 +100,7 @@ int main(int argc, char** argv) {
   double block_scale = 0.03;
   int64_t draft_vocab = 0;
   std::string draft_type = "f32";
+  bool adaptive = false;
   int threads = 1;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -123,6 +125,8 @@ int main(int argc, char** argv) {
       block = std::stoll(next());
     else if (a == "--draft-layers")
       draft_layers = std::stoll(next());
+    else if (a == "--adaptive")
+      adaptive = true;
     else if (a == "--draft-type")
       draft_type = next();
     else if (a == "--draft-vocab")
@@ -201,7 +205,9 @@ int main(int argc, char** argv) {
       ForcedDrafter forced(dflash, ref.tokens, static_cast<int64_t>(prompt.size()), alpha,
                            config.n_vocab);
       SpeculativeOptions spec_opt;
-      spec_opt.adaptive = false;  // the fixed length: the curve for one draft length
+      // Fixed length (default): the curve of one draft length. --adaptive: the length policy
+      // users get, which also drafts less or not at all when drafting does not pay.
+      spec_opt.adaptive = adaptive;
       SpeculativeGenerator spec(session, forced, vocab, greedy, spec_opt);
       t0 = std::chrono::steady_clock::now();
       const SpeculativeResult r = spec.generate(prompt, go);
