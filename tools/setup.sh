@@ -3,7 +3,7 @@
 # nothing). Idempotent: installs only what is missing. Run as root or with sudo available.
 set -euo pipefail
 # Libraries and headers: checked by package name.
-PKGS=(build-essential pkg-config libclang-rt-14-dev libgtest-dev libgmock-dev libbenchmark-dev
+PKGS=(build-essential pkg-config libclang-rt-14-dev libgtest-dev libgmock-dev googletest libbenchmark-dev
       libfmt-dev libcli11-dev nlohmann-json3-dev libedit-dev python3-numpy)
 # Tools: checked by command, since they may come from elsewhere (e.g. Node.js with its own npm).
 declare -A TOOLS=([cmake]=cmake [ninja]=ninja-build [ccache]=ccache [clang++]=clang
