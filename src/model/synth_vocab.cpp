@@ -18,10 +18,16 @@ constexpr const char* kWords[] = {
 };
 
 // A compact chat template in the shape of Gemma 4's (turn markers, "model" for the assistant).
+// A minimal Gemma 4 template. Its tool-call branch carries the '<|tool_call>call:' literal by
+// which llama.cpp and boltrt recognise a Gemma 4 template (without it, chat on a synthetic model
+// warns that the template is unknown).
 constexpr const char* kChatTemplate =
     "{{ bos_token }}{% for message in messages %}<|turn>"
     "{{ 'model' if message['role'] == 'assistant' else message['role'] }}\n"
-    "{{ message['content'] | trim }}<turn|>\n{% endfor %}"
+    "{{ message['content'] | trim }}"
+    "{% if message['tool_calls'] is defined %}{% for call in message['tool_calls'] %}"
+    "{{ '<|tool_call>call:' + call['function']['name'] + '{}<tool_call|>' }}"
+    "{% endfor %}{% endif %}<turn|>\n{% endfor %}"
     "{% if add_generation_prompt %}<|turn>model\n{% endif %}";
 
 }  // namespace
