@@ -272,6 +272,20 @@ inline void store_rows(const GemmTile& t, int64_t b, int64_t r0, __mmask16 mask,
   _mm512_mask_storeu_ps(t.y + b * t.y_stride + r0, mask, v);
 }
 
+// Bytes [o, o + n) of each row of the next row group, into L2 while this group computes. The
+// 16 rows are 16 strided streams that the hardware prefetcher does not follow well: without this,
+// batch-16 Q4_K runs at ~97 GMAC/s when the weights come from DRAM vs ~140 from L3.
+inline void prefetch_rows(const RowGroup* next, size_t o, size_t n) {
+  if (next == nullptr) return;
+  for (int r = 0; r < 16; ++r) {
+    const uintptr_t begin = reinterpret_cast<uintptr_t>(next->rows[r] + o) & ~uintptr_t{63};
+    const uintptr_t end = reinterpret_cast<uintptr_t>(next->rows[r] + o + n);
+    // GCC 12 deletes a loop of _mm_prefetch here as side-effect free (-ffinite-loops).
+    for (uintptr_t a = begin; a < end; a += 64)
+      __asm__ volatile("prefetcht1 %0" : : "m"(*reinterpret_cast<const char*>(a)));
+  }
+}
+
 // Decoded weights of one 16-row group are kept in a panel (a few hundred KB at most, in L2) and
 // reused by every group of up to 8 activation rows: a call decodes each weight block once.
 template <typename T>
@@ -281,13 +295,16 @@ T* panel_buffer(size_t n) {
   return panel.data();
 }
 
-// For each 16-row group: decode(g, panel) once, then compute<nb>(panel, r0, b0, mask) for each
-// group of up to 8 activation rows.
+// For each 16-row group: decode(g, next, panel) once (next: the following group to prefetch, or
+// nullptr), then compute<nb>(panel, r0, b0, mask) for each group of up to 8 activation rows.
 template <typename Decode, typename Compute>
 void for_groups(const GemmTile& t, Decode&& decode, Compute&& compute) {
   for (int64_t r0 = 0; r0 < t.n_rows; r0 += 16) {
     const RowGroup g = row_group(t, r0);
-    decode(g);
+    const bool has_next = r0 + 16 < t.n_rows;
+    RowGroup next;
+    if (has_next) next = row_group(t, r0 + 16);
+    decode(g, has_next ? &next : nullptr);
     for (int64_t b0 = 0; b0 < t.n_act; b0 += 8) {
       dispatch_nb(std::min<int64_t>(8, t.n_act - b0),
                   [&](auto nb) { compute(nb, r0, b0, g.mask); });
@@ -346,8 +363,10 @@ void gemm_lanes32(const GemmTile& t) {
   LegacyPanel* panel = panel_buffer<LegacyPanel>(static_cast<size_t>(nblk));
   for_groups(
       t,
-      [&](const RowGroup& g) {
+      [&](const RowGroup& g, const RowGroup* next) {
         for (int64_t i = 0; i < nblk; ++i) {
+          if (i % 8 == 0)
+            prefetch_rows(next, static_cast<size_t>(i) * Lane::kBytes, 8 * Lane::kBytes);
           LegacyPanel& p = panel[i];
           p.m = _mm512_setzero_ps();
           Lane::decode(g, static_cast<size_t>(i) * Lane::kBytes, p.w, p.d, p.m);
@@ -393,7 +412,7 @@ struct Q45KPanel {
 };
 
 template <bool kFifthBit>
-void q45k_decode(const RowGroup& g, int64_t nsb, Q45KPanel* panel) {
+void q45k_decode(const RowGroup& g, const RowGroup* next, int64_t nsb, Q45KPanel* panel) {
   constexpr size_t kBytes = kFifthBit ? 176 : 144;
   constexpr size_t kQs = kFifthBit ? 48 : 16;
   const __m512i m6 = _mm512_set1_epi32(0x3f3f3f3f), m4 = _mm512_set1_epi32(0x0f0f0f0f),
@@ -402,6 +421,7 @@ void q45k_decode(const RowGroup& g, int64_t nsb, Q45KPanel* panel) {
   for (int64_t i = 0; i < nsb; ++i) {
     Q45KPanel& p = panel[i];
     const size_t o = static_cast<size_t>(i) * kBytes;
+    prefetch_rows(next, o, kBytes);
     __m512i head[4];  // d | dmin, then the 12 scale bytes as words w0, w1, w2
     load4x16(g, o, head);
     p.d = f16_lo(head[0]);
@@ -496,7 +516,8 @@ void gemm_q45k(const GemmTile& t) {
   const int64_t nsb = t.cols / 256;
   Q45KPanel* panel = panel_buffer<Q45KPanel>(static_cast<size_t>(nsb));
   for_groups(
-      t, [&](const RowGroup& g) { q45k_decode<kFifthBit>(g, nsb, panel); },
+      t,
+      [&](const RowGroup& g, const RowGroup* next) { q45k_decode<kFifthBit>(g, next, nsb, panel); },
       [&](auto nb, int64_t r0, int64_t b0, __mmask16 mask) {
         q45k_compute<decltype(nb)::value>(t, panel, r0, b0, mask, pairs.data());
       });
@@ -547,12 +568,13 @@ struct Q6KPanel {
   __m512 dmin;  // Q2_K only
 };
 
-void q6k_decode(const RowGroup& g, int64_t nsb, Q6KPanel* panel) {
+void q6k_decode(const RowGroup& g, const RowGroup* next, int64_t nsb, Q6KPanel* panel) {
   const __m512i low4 = _mm512_set1_epi8(0x0f), two = _mm512_set1_epi8(0x03),
                 bits45 = _mm512_set1_epi8(0x30);
   for (int64_t i = 0; i < nsb; ++i) {
     Q6KPanel& p = panel[i];
     const size_t o = static_cast<size_t>(i) * 210;
+    prefetch_rows(next, o, 210);
     __m512i scd[4];  // the 16 int8 scales as 4 words
     load4x16(g, o + 192, scd);
     p.d = gather_f16<true>(g, o + 208);
@@ -644,7 +666,7 @@ void gemm_q6k(const GemmTile& t) {
   const int64_t nsb = t.cols / 256;
   Q6KPanel* panel = panel_buffer<Q6KPanel>(static_cast<size_t>(nsb));
   for_groups(
-      t, [&](const RowGroup& g) { q6k_decode(g, nsb, panel); },
+      t, [&](const RowGroup& g, const RowGroup* next) { q6k_decode(g, next, nsb, panel); },
       [&](auto nb, int64_t r0, int64_t b0, __mmask16 mask) {
         q6k_compute<decltype(nb)::value>(t, panel, r0, b0, mask, pairs.data());
       });
@@ -659,7 +681,7 @@ void gemm_q6k(const GemmTile& t) {
 //         dot = d*dy * (sum_g S_g (u . q8)_g - 4 * sum_g S_g bsums_g)
 
 template <bool kQ3>
-void q23k_decode(const RowGroup& g, int64_t nsb, Q6KPanel* panel) {
+void q23k_decode(const RowGroup& g, const RowGroup* next, int64_t nsb, Q6KPanel* panel) {
   constexpr size_t kBytes = kQ3 ? 110 : 84;
   constexpr size_t kQs = kQ3 ? 32 : 16;
   const __m512i three = _mm512_set1_epi8(3), one = _mm512_set1_epi8(1),
@@ -667,6 +689,7 @@ void q23k_decode(const RowGroup& g, int64_t nsb, Q6KPanel* panel) {
   for (int64_t i = 0; i < nsb; ++i) {
     Q6KPanel& p = panel[i];
     const size_t o = static_cast<size_t>(i) * kBytes;
+    prefetch_rows(next, o, kBytes);
     __m512i scd[4];  // word k: the (unsigned) scale codes of groups 4k..4k+3
     if constexpr (kQ3) {
       __m512i w[4];  // bytes 92..107: words 1-3 are the 12 packed scale bytes
@@ -737,7 +760,7 @@ void gemm_q23k(const GemmTile& t) {
   const int64_t nsb = t.cols / 256;
   Q6KPanel* panel = panel_buffer<Q6KPanel>(static_cast<size_t>(nsb));
   for_groups(
-      t, [&](const RowGroup& g) { q23k_decode<kQ3>(g, nsb, panel); },
+      t, [&](const RowGroup& g, const RowGroup* next) { q23k_decode<kQ3>(g, next, nsb, panel); },
       [&](auto nb, int64_t r0, int64_t b0, __mmask16 mask) {
         q6k_compute<decltype(nb)::value, kQ3 ? 2 : -1>(t, panel, r0, b0, mask, pairs.data());
       });
@@ -753,11 +776,12 @@ struct IQ4XSPanel {
   __m512 d;
 };
 
-void iq4xs_decode(const RowGroup& g, int64_t nsb, IQ4XSPanel* panel) {
+void iq4xs_decode(const RowGroup& g, const RowGroup* next, int64_t nsb, IQ4XSPanel* panel) {
   const __m512i lut = lut16_plus128(kIQ4NLValues);
   for (int64_t i = 0; i < nsb; ++i) {
     IQ4XSPanel& p = panel[i];
     const size_t o = static_cast<size_t>(i) * 136;
+    prefetch_rows(next, o, 136);
     __m512i head[4];  // d | scales_h << 16, scales_l, (qs)
     load4x16(g, o, head);
     p.d = f16_lo(head[0]);
@@ -831,7 +855,7 @@ void gemm_iq4xs(const GemmTile& t) {
   }
   IQ4XSPanel* panel = panel_buffer<IQ4XSPanel>(static_cast<size_t>(nsb));
   for_groups(
-      t, [&](const RowGroup& g) { iq4xs_decode(g, nsb, panel); },
+      t, [&](const RowGroup& g, const RowGroup* next) { iq4xs_decode(g, next, nsb, panel); },
       [&](auto nb, int64_t r0, int64_t b0, __mmask16 mask) {
         iq4xs_compute<decltype(nb)::value>(t, panel, r0, b0, mask, bsum32.data());
       });
