@@ -96,6 +96,16 @@ inline __m512i bcast_i32(const void* p) {
   return _mm512_set1_epi32(v);
 }
 
+// acc + codes . (the 4 int8 at p, broadcast): vpdpbusd with an embedded {1to16} memory operand,
+// which GCC 12 does not form from _mm512_set1_epi32; a separate vpbroadcastd costs an issue slot
+// per vpdpbusd in the compute loops.
+inline __m512i dpbusd_bcast(__m512i acc, __m512i codes, const void* p) {
+  __asm__("vpdpbusd %2%{1to16%}, %1, %0"
+          : "+v"(acc)
+          : "v"(codes), "m"(*static_cast<const int32_t*>(p)));
+  return acc;
+}
+
 inline __m512i nibble_lo(__m512i v) {
   return _mm512_and_si512(v, _mm512_set1_epi8(0x0f));
 }
@@ -272,15 +282,18 @@ inline void store_rows(const GemmTile& t, int64_t b, int64_t r0, __mmask16 mask,
   _mm512_mask_storeu_ps(t.y + b * t.y_stride + r0, mask, v);
 }
 
-// Bytes [o, o + n) of each row of the next row group, into L2 while this group computes. The
-// 16 rows are 16 strided streams that the hardware prefetcher does not follow well: without this,
-// batch-16 Q4_K runs at ~97 GMAC/s when the weights come from DRAM vs ~140 from L3.
-inline void prefetch_rows(const RowGroup* next, size_t o, size_t n) {
+// Bytes [o, o + kBytes) of each row of the next row group (nullptr: none), into L2 while this
+// group computes. The 16 rows are 16 strided streams that the hardware prefetchers do not follow:
+// without this, batch-16 Q4_K ran at ~97 GMAC/s with the weights in DRAM vs ~140 in L3. Issued from
+// the compute loops, whose load ports are mostly idle. A loop over the lines actually touched:
+// an unrolled fixed count of prefetches measured ~10% slower for Q6_K. (asm: GCC 12 deletes a
+// loop of _mm_prefetch as side-effect free.)
+template <size_t kBytes>
+inline void prefetch_block(const RowGroup* next, size_t o) {
   if (next == nullptr) return;
   for (int r = 0; r < 16; ++r) {
     const uintptr_t begin = reinterpret_cast<uintptr_t>(next->rows[r] + o) & ~uintptr_t{63};
-    const uintptr_t end = reinterpret_cast<uintptr_t>(next->rows[r] + o + n);
-    // GCC 12 deletes a loop of _mm_prefetch here as side-effect free (-ffinite-loops).
+    const uintptr_t end = reinterpret_cast<uintptr_t>(next->rows[r] + o + kBytes);
     for (uintptr_t a = begin; a < end; a += 64)
       __asm__ volatile("prefetcht1 %0" : : "m"(*reinterpret_cast<const char*>(a)));
   }
@@ -295,8 +308,9 @@ T* panel_buffer(size_t n) {
   return panel.data();
 }
 
-// For each 16-row group: decode(g, next, panel) once (next: the following group to prefetch, or
-// nullptr), then compute<nb>(panel, r0, b0, mask) for each group of up to 8 activation rows.
+// For each 16-row group: decode(g, panel) once, then compute<nb>(panel, r0, b0, mask, next) for
+// each group of up to 8 activation rows, where next (the first call only) is the following group
+// to prefetch, or nullptr.
 template <typename Decode, typename Compute>
 void for_groups(const GemmTile& t, Decode&& decode, Compute&& compute) {
   for (int64_t r0 = 0; r0 < t.n_rows; r0 += 16) {
@@ -304,10 +318,11 @@ void for_groups(const GemmTile& t, Decode&& decode, Compute&& compute) {
     const bool has_next = r0 + 16 < t.n_rows;
     RowGroup next;
     if (has_next) next = row_group(t, r0 + 16);
-    decode(g, has_next ? &next : nullptr);
+    decode(g);
     for (int64_t b0 = 0; b0 < t.n_act; b0 += 8) {
+      const RowGroup* pf = b0 == 0 && has_next ? &next : nullptr;
       dispatch_nb(std::min<int64_t>(8, t.n_act - b0),
-                  [&](auto nb) { compute(nb, r0, b0, g.mask); });
+                  [&](auto nb) { compute(nb, r0, b0, g.mask, pf); });
     }
   }
 }
@@ -319,7 +334,7 @@ struct LegacyPanel {
 
 template <typename Lane, bool kQ8_1, int kNb>
 void lanes32_compute(const GemmTile& t, const LegacyPanel* panel, int64_t r0, int64_t b0,
-                     __mmask16 mask, const int32_t* sums) {
+                     __mmask16 mask, const int32_t* sums, const RowGroup* pf) {
   using Act = ActView<kQ8_1>;
   const int64_t nblk = t.cols / 32;
   const uint8_t* act[kNb];
@@ -330,6 +345,7 @@ void lanes32_compute(const GemmTile& t, const LegacyPanel* panel, int64_t r0, in
     acc[b] = _mm512_setzero_ps();
   }
   for (int64_t i = 0; i < nblk; ++i) {
+    if (i % 8 == 0) prefetch_block<8 * Lane::kBytes>(pf, static_cast<size_t>(i) * Lane::kBytes);
     const LegacyPanel& p = panel[i];
     BOLTRT_UNROLL
     for (int b = 0; b < kNb; ++b) {
@@ -363,17 +379,15 @@ void gemm_lanes32(const GemmTile& t) {
   LegacyPanel* panel = panel_buffer<LegacyPanel>(static_cast<size_t>(nblk));
   for_groups(
       t,
-      [&](const RowGroup& g, const RowGroup* next) {
+      [&](const RowGroup& g) {
         for (int64_t i = 0; i < nblk; ++i) {
-          if (i % 8 == 0)
-            prefetch_rows(next, static_cast<size_t>(i) * Lane::kBytes, 8 * Lane::kBytes);
           LegacyPanel& p = panel[i];
           p.m = _mm512_setzero_ps();
           Lane::decode(g, static_cast<size_t>(i) * Lane::kBytes, p.w, p.d, p.m);
         }
       },
-      [&](auto nb, int64_t r0, int64_t b0, __mmask16 mask) {
-        lanes32_compute<Lane, kQ8_1, decltype(nb)::value>(t, panel, r0, b0, mask, sums.data());
+      [&](auto nb, int64_t r0, int64_t b0, __mmask16 mask, const RowGroup* pf) {
+        lanes32_compute<Lane, kQ8_1, decltype(nb)::value>(t, panel, r0, b0, mask, sums.data(), pf);
       });
 }
 
@@ -412,7 +426,7 @@ struct Q45KPanel {
 };
 
 template <bool kFifthBit>
-void q45k_decode(const RowGroup& g, const RowGroup* next, int64_t nsb, Q45KPanel* panel) {
+void q45k_decode(const RowGroup& g, int64_t nsb, Q45KPanel* panel) {
   constexpr size_t kBytes = kFifthBit ? 176 : 144;
   constexpr size_t kQs = kFifthBit ? 48 : 16;
   const __m512i m6 = _mm512_set1_epi32(0x3f3f3f3f), m4 = _mm512_set1_epi32(0x0f0f0f0f),
@@ -421,7 +435,6 @@ void q45k_decode(const RowGroup& g, const RowGroup* next, int64_t nsb, Q45KPanel
   for (int64_t i = 0; i < nsb; ++i) {
     Q45KPanel& p = panel[i];
     const size_t o = static_cast<size_t>(i) * kBytes;
-    prefetch_rows(next, o, kBytes);
     __m512i head[4];  // d | dmin, then the 12 scale bytes as words w0, w1, w2
     load4x16(g, o, head);
     p.d = f16_lo(head[0]);
@@ -468,9 +481,9 @@ void q45k_decode(const RowGroup& g, const RowGroup* next, int64_t nsb, Q45KPanel
   }
 }
 
-template <int kNb>
+template <int kNb, size_t kBlockBytes>
 void q45k_compute(const GemmTile& t, const Q45KPanel* panel, int64_t r0, int64_t b0, __mmask16 mask,
-                  const int32_t* pairs) {
+                  const int32_t* pairs, const RowGroup* pf) {
   const int64_t nsb = t.cols / 256;
   const ActQ8_K* act[kNb];
   __m512 acc[kNb];
@@ -480,6 +493,7 @@ void q45k_compute(const GemmTile& t, const Q45KPanel* panel, int64_t r0, int64_t
     acc[b] = _mm512_setzero_ps();
   }
   for (int64_t i = 0; i < nsb; ++i) {
+    prefetch_block<kBlockBytes>(pf, static_cast<size_t>(i) * kBlockBytes);
     const Q45KPanel& p = panel[i];
     __m512i isum[kNb];
     BOLTRT_UNROLL
@@ -489,8 +503,7 @@ void q45k_compute(const GemmTile& t, const Q45KPanel* panel, int64_t r0, int64_t
       for (int b = 0; b < kNb; ++b) {
         const int8_t* qy = act[b][i].qs + 32 * s;
         __m512i dot = _mm512_setzero_si512();
-        for (int q = 0; q < 8; ++q)
-          dot = _mm512_dpbusd_epi32(dot, p.codes[s][q], bcast_i32(qy + 4 * q));
+        for (int q = 0; q < 8; ++q) dot = dpbusd_bcast(dot, p.codes[s][q], qy + 4 * q);
         isum[b] = _mm512_add_epi32(isum[b], _mm512_mullo_epi32(dot, p.scale[s]));
       }
     }
@@ -516,10 +529,10 @@ void gemm_q45k(const GemmTile& t) {
   const int64_t nsb = t.cols / 256;
   Q45KPanel* panel = panel_buffer<Q45KPanel>(static_cast<size_t>(nsb));
   for_groups(
-      t,
-      [&](const RowGroup& g, const RowGroup* next) { q45k_decode<kFifthBit>(g, next, nsb, panel); },
-      [&](auto nb, int64_t r0, int64_t b0, __mmask16 mask) {
-        q45k_compute<decltype(nb)::value>(t, panel, r0, b0, mask, pairs.data());
+      t, [&](const RowGroup& g) { q45k_decode<kFifthBit>(g, nsb, panel); },
+      [&](auto nb, int64_t r0, int64_t b0, __mmask16 mask, const RowGroup* pf) {
+        q45k_compute<decltype(nb)::value, kFifthBit ? 176 : 144>(t, panel, r0, b0, mask,
+                                                                 pairs.data(), pf);
       });
 }
 
@@ -568,13 +581,12 @@ struct Q6KPanel {
   __m512 dmin;  // Q2_K only
 };
 
-void q6k_decode(const RowGroup& g, const RowGroup* next, int64_t nsb, Q6KPanel* panel) {
+void q6k_decode(const RowGroup& g, int64_t nsb, Q6KPanel* panel) {
   const __m512i low4 = _mm512_set1_epi8(0x0f), two = _mm512_set1_epi8(0x03),
                 bits45 = _mm512_set1_epi8(0x30);
   for (int64_t i = 0; i < nsb; ++i) {
     Q6KPanel& p = panel[i];
     const size_t o = static_cast<size_t>(i) * 210;
-    prefetch_rows(next, o, 210);
     __m512i scd[4];  // the 16 int8 scales as 4 words
     load4x16(g, o + 192, scd);
     p.d = gather_f16<true>(g, o + 208);
@@ -610,9 +622,9 @@ void q6k_decode(const RowGroup& g, const RowGroup* next, int64_t nsb, Q6KPanel* 
 // The offset term sum_g scale_pairs_g * bsums_g is subtracted as (term << kShift) before the
 // scaling by d*dy: Q6_K's -32 offset (kShift 5), Q3_K's -4 (kShift 2); kShift < 0 (Q2_K): it is
 // the mins' term, scaled by dmin*dy.
-template <int kNb, int kShift = 5>
+template <int kNb, size_t kBlockBytes, int kShift = 5>
 void q6k_compute(const GemmTile& t, const Q6KPanel* panel, int64_t r0, int64_t b0, __mmask16 mask,
-                 const int32_t* pairs) {
+                 const int32_t* pairs, const RowGroup* pf) {
   const int64_t nsb = t.cols / 256;
   const ActQ8_K* act[kNb];
   __m512 acc[kNb];
@@ -622,6 +634,7 @@ void q6k_compute(const GemmTile& t, const Q6KPanel* panel, int64_t r0, int64_t b
     acc[b] = _mm512_setzero_ps();
   }
   for (int64_t i = 0; i < nsb; ++i) {
+    prefetch_block<kBlockBytes>(pf, static_cast<size_t>(i) * kBlockBytes);
     const Q6KPanel& p = panel[i];
     __m512i isum[kNb];
     BOLTRT_UNROLL
@@ -632,8 +645,8 @@ void q6k_compute(const GemmTile& t, const Q6KPanel* panel, int64_t r0, int64_t b
         const int8_t* qy = act[b][i].qs + 32 * c;
         __m512i pa = _mm512_setzero_si512(), pb = _mm512_setzero_si512();
         for (int q = 0; q < 4; ++q) {
-          pa = _mm512_dpbusd_epi32(pa, p.codes[c][q], bcast_i32(qy + 4 * q));
-          pb = _mm512_dpbusd_epi32(pb, p.codes[c][q + 4], bcast_i32(qy + 16 + 4 * q));
+          pa = dpbusd_bcast(pa, p.codes[c][q], qy + 4 * q);
+          pb = dpbusd_bcast(pb, p.codes[c][q + 4], qy + 16 + 4 * q);
         }
         isum[b] =
             _mm512_add_epi32(isum[b], _mm512_add_epi32(_mm512_mullo_epi32(pa, p.scale[2 * c]),
@@ -666,9 +679,9 @@ void gemm_q6k(const GemmTile& t) {
   const int64_t nsb = t.cols / 256;
   Q6KPanel* panel = panel_buffer<Q6KPanel>(static_cast<size_t>(nsb));
   for_groups(
-      t, [&](const RowGroup& g, const RowGroup* next) { q6k_decode(g, next, nsb, panel); },
-      [&](auto nb, int64_t r0, int64_t b0, __mmask16 mask) {
-        q6k_compute<decltype(nb)::value>(t, panel, r0, b0, mask, pairs.data());
+      t, [&](const RowGroup& g) { q6k_decode(g, nsb, panel); },
+      [&](auto nb, int64_t r0, int64_t b0, __mmask16 mask, const RowGroup* pf) {
+        q6k_compute<decltype(nb)::value, 210>(t, panel, r0, b0, mask, pairs.data(), pf);
       });
 }
 
@@ -681,7 +694,7 @@ void gemm_q6k(const GemmTile& t) {
 //         dot = d*dy * (sum_g S_g (u . q8)_g - 4 * sum_g S_g bsums_g)
 
 template <bool kQ3>
-void q23k_decode(const RowGroup& g, const RowGroup* next, int64_t nsb, Q6KPanel* panel) {
+void q23k_decode(const RowGroup& g, int64_t nsb, Q6KPanel* panel) {
   constexpr size_t kBytes = kQ3 ? 110 : 84;
   constexpr size_t kQs = kQ3 ? 32 : 16;
   const __m512i three = _mm512_set1_epi8(3), one = _mm512_set1_epi8(1),
@@ -689,7 +702,6 @@ void q23k_decode(const RowGroup& g, const RowGroup* next, int64_t nsb, Q6KPanel*
   for (int64_t i = 0; i < nsb; ++i) {
     Q6KPanel& p = panel[i];
     const size_t o = static_cast<size_t>(i) * kBytes;
-    prefetch_rows(next, o, kBytes);
     __m512i scd[4];  // word k: the (unsigned) scale codes of groups 4k..4k+3
     if constexpr (kQ3) {
       __m512i w[4];  // bytes 92..107: words 1-3 are the 12 packed scale bytes
@@ -760,9 +772,10 @@ void gemm_q23k(const GemmTile& t) {
   const int64_t nsb = t.cols / 256;
   Q6KPanel* panel = panel_buffer<Q6KPanel>(static_cast<size_t>(nsb));
   for_groups(
-      t, [&](const RowGroup& g, const RowGroup* next) { q23k_decode<kQ3>(g, next, nsb, panel); },
-      [&](auto nb, int64_t r0, int64_t b0, __mmask16 mask) {
-        q6k_compute<decltype(nb)::value, kQ3 ? 2 : -1>(t, panel, r0, b0, mask, pairs.data());
+      t, [&](const RowGroup& g) { q23k_decode<kQ3>(g, nsb, panel); },
+      [&](auto nb, int64_t r0, int64_t b0, __mmask16 mask, const RowGroup* pf) {
+        q6k_compute<decltype(nb)::value, kQ3 ? 110 : 84, kQ3 ? 2 : -1>(t, panel, r0, b0, mask,
+                                                                       pairs.data(), pf);
       });
 }
 
@@ -776,12 +789,11 @@ struct IQ4XSPanel {
   __m512 d;
 };
 
-void iq4xs_decode(const RowGroup& g, const RowGroup* next, int64_t nsb, IQ4XSPanel* panel) {
+void iq4xs_decode(const RowGroup& g, int64_t nsb, IQ4XSPanel* panel) {
   const __m512i lut = lut16_plus128(kIQ4NLValues);
   for (int64_t i = 0; i < nsb; ++i) {
     IQ4XSPanel& p = panel[i];
     const size_t o = static_cast<size_t>(i) * 136;
-    prefetch_rows(next, o, 136);
     __m512i head[4];  // d | scales_h << 16, scales_l, (qs)
     load4x16(g, o, head);
     p.d = f16_lo(head[0]);
@@ -805,7 +817,7 @@ void iq4xs_decode(const RowGroup& g, const RowGroup* next, int64_t nsb, IQ4XSPan
 
 template <int kNb>
 void iq4xs_compute(const GemmTile& t, const IQ4XSPanel* panel, int64_t r0, int64_t b0,
-                   __mmask16 mask, const int32_t* bsum32) {
+                   __mmask16 mask, const int32_t* bsum32, const RowGroup* pf) {
   const int64_t nsb = t.cols / 256;
   const ActQ8_K* act[kNb];
   __m512 acc[kNb];
@@ -815,6 +827,7 @@ void iq4xs_compute(const GemmTile& t, const IQ4XSPanel* panel, int64_t r0, int64
     acc[b] = _mm512_setzero_ps();
   }
   for (int64_t i = 0; i < nsb; ++i) {
+    prefetch_block<136>(pf, static_cast<size_t>(i) * 136);
     const IQ4XSPanel& p = panel[i];
     __m512i isum[kNb];
     BOLTRT_UNROLL
@@ -855,9 +868,9 @@ void gemm_iq4xs(const GemmTile& t) {
   }
   IQ4XSPanel* panel = panel_buffer<IQ4XSPanel>(static_cast<size_t>(nsb));
   for_groups(
-      t, [&](const RowGroup& g, const RowGroup* next) { iq4xs_decode(g, next, nsb, panel); },
-      [&](auto nb, int64_t r0, int64_t b0, __mmask16 mask) {
-        iq4xs_compute<decltype(nb)::value>(t, panel, r0, b0, mask, bsum32.data());
+      t, [&](const RowGroup& g) { iq4xs_decode(g, nsb, panel); },
+      [&](auto nb, int64_t r0, int64_t b0, __mmask16 mask, const RowGroup* pf) {
+        iq4xs_compute<decltype(nb)::value>(t, panel, r0, b0, mask, bsum32.data(), pf);
       });
 }
 
