@@ -558,6 +558,21 @@ void q8k_bsum16_pairs(const GemmTile& t, std::vector<int32_t>& pairs) {
   }
 }
 
+// Per activation row and super-block, -(bsums[g] << shift) for the 16 groups: the Q6_K/Q3_K code
+// offset (32 = 1 << 5, 4 = 1 << 2) times the group's activation sum, the start value of each
+// group's dot product in q6k_compute.
+void q8k_neg_bsum16(const GemmTile& t, int shift, std::vector<int32_t>& out) {
+  const int64_t nsb = t.cols / 256;
+  out.resize(static_cast<size_t>(t.n_act * nsb * 16));
+  for (int64_t b = 0; b < t.n_act; ++b) {
+    const auto* y = reinterpret_cast<const ActQ8_K*>(t.a + b * t.a_stride);
+    for (int64_t i = 0; i < nsb; ++i) {
+      for (int g = 0; g < 16; ++g)
+        out[static_cast<size_t>((b * nsb + i) * 16 + g)] = -(int32_t{y[i].bsums[g]} * (1 << shift));
+    }
+  }
+}
+
 // Scale of group 4*dw + k (k = 0..3) from the dword dw of the 16 scale bytes, sign-extended.
 inline __m512i scale_byte(__m512i dw, int k) {
   switch (k) {
@@ -619,12 +634,14 @@ void q6k_decode(const RowGroup& g, int64_t nsb, Q6KPanel* panel) {
   }
 }
 
-// The offset term sum_g scale_pairs_g * bsums_g is subtracted as (term << kShift) before the
-// scaling by d*dy: Q6_K's -32 offset (kShift 5), Q3_K's -4 (kShift 2); kShift < 0 (Q2_K): it is
-// the mins' term, scaled by dmin*dy.
+// kShift >= 0: the codes' offset (Q6_K's -32, kShift 5; Q3_K's -4, kShift 2) enters each group's
+// dot product as its start value sums[g] = -(bsums_g << kShift) (q8k_neg_bsum16), so the integer
+// total sum_g S_g * ((u . q8)_g - (bsums_g << kShift)) needs no vpdpwssd/vpmulld of its own.
+// kShift < 0 (Q2_K): sums are the bsum pairs for the mins' term sum_g scale_pairs_g * bsums_g,
+// scaled by dmin*dy.
 template <int kNb, size_t kBlockBytes, int kShift = 5>
 void q6k_compute(const GemmTile& t, const Q6KPanel* panel, int64_t r0, int64_t b0, __mmask16 mask,
-                 const int32_t* pairs, const RowGroup* pf) {
+                 const int32_t* sums, const RowGroup* pf) {
   const int64_t nsb = t.cols / 256;
   const ActQ8_K* act[kNb];
   __m512 acc[kNb];
@@ -644,6 +661,11 @@ void q6k_compute(const GemmTile& t, const Q6KPanel* panel, int64_t r0, int64_t b
       for (int b = 0; b < kNb; ++b) {
         const int8_t* qy = act[b][i].qs + 32 * c;
         __m512i pa = _mm512_setzero_si512(), pb = _mm512_setzero_si512();
+        if constexpr (kShift >= 0) {
+          const int32_t* start = sums + ((b0 + b) * nsb + i) * 16 + 2 * c;
+          pa = _mm512_set1_epi32(start[0]);
+          pb = _mm512_set1_epi32(start[1]);
+        }
         for (int q = 0; q < 4; ++q) {
           pa = dpbusd_bcast(pa, p.codes[c][q], qy + 4 * q);
           pb = dpbusd_bcast(pb, p.codes[c][q + 4], qy + 16 + 4 * q);
@@ -655,16 +677,13 @@ void q6k_compute(const GemmTile& t, const Q6KPanel* panel, int64_t r0, int64_t b
     }
     BOLTRT_UNROLL
     for (int b = 0; b < kNb; ++b) {
-      const int32_t* bp = pairs + ((b0 + b) * nsb + i) * 8;
-      __m512i off = _mm512_setzero_si512();
-      for (int k = 0; k < 8; ++k)
-        off = _mm512_dpwssd_epi32(off, p.scale_pairs[k], _mm512_set1_epi32(bp[k]));
       const __m512 dy = _mm512_set1_ps(act[b][i].d);
-      if constexpr (kShift >= 0) {
-        const __m512i total = _mm512_sub_epi32(isum[b], _mm512_slli_epi32(off, kShift));
-        acc[b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(total), _mm512_mul_ps(p.d, dy), acc[b]);
-      } else {
-        acc[b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[b]), _mm512_mul_ps(p.d, dy), acc[b]);
+      acc[b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[b]), _mm512_mul_ps(p.d, dy), acc[b]);
+      if constexpr (kShift < 0) {
+        const int32_t* bp = sums + ((b0 + b) * nsb + i) * 8;
+        __m512i off = _mm512_setzero_si512();
+        for (int k = 0; k < 8; ++k)
+          off = _mm512_dpwssd_epi32(off, p.scale_pairs[k], _mm512_set1_epi32(bp[k]));
         acc[b] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(off), _mm512_mul_ps(p.dmin, dy), acc[b]);
       }
     }
@@ -674,14 +693,14 @@ void q6k_compute(const GemmTile& t, const Q6KPanel* panel, int64_t r0, int64_t b
 }
 
 void gemm_q6k(const GemmTile& t) {
-  thread_local std::vector<int32_t> pairs;
-  q8k_bsum16_pairs(t, pairs);
+  thread_local std::vector<int32_t> start;
+  q8k_neg_bsum16(t, 5, start);
   const int64_t nsb = t.cols / 256;
   Q6KPanel* panel = panel_buffer<Q6KPanel>(static_cast<size_t>(nsb));
   for_groups(
       t, [&](const RowGroup& g) { q6k_decode(g, nsb, panel); },
       [&](auto nb, int64_t r0, int64_t b0, __mmask16 mask, const RowGroup* pf) {
-        q6k_compute<decltype(nb)::value, 210>(t, panel, r0, b0, mask, pairs.data(), pf);
+        q6k_compute<decltype(nb)::value, 210>(t, panel, r0, b0, mask, start.data(), pf);
       });
 }
 
@@ -767,15 +786,19 @@ void q23k_decode(const RowGroup& g, int64_t nsb, Q6KPanel* panel) {
 
 template <bool kQ3>
 void gemm_q23k(const GemmTile& t) {
-  thread_local std::vector<int32_t> pairs;
-  q8k_bsum16_pairs(t, pairs);
+  thread_local std::vector<int32_t> sums;
+  if constexpr (kQ3) {
+    q8k_neg_bsum16(t, 2, sums);
+  } else {
+    q8k_bsum16_pairs(t, sums);
+  }
   const int64_t nsb = t.cols / 256;
   Q6KPanel* panel = panel_buffer<Q6KPanel>(static_cast<size_t>(nsb));
   for_groups(
       t, [&](const RowGroup& g) { q23k_decode<kQ3>(g, nsb, panel); },
       [&](auto nb, int64_t r0, int64_t b0, __mmask16 mask, const RowGroup* pf) {
         q6k_compute<decltype(nb)::value, kQ3 ? 110 : 84, kQ3 ? 2 : -1>(t, panel, r0, b0, mask,
-                                                                       pairs.data(), pf);
+                                                                       sums.data(), pf);
       });
 }
 
