@@ -634,7 +634,7 @@ inline __m512i scale_byte(__m512i dw, int k) {
 struct Q6KPanel {
   __m512i codes[8][8];     // [32-element chunk][word]; words 0-3 group 2c, 4-7 group 2c+1
   __m512i scale[16];       // per 16-element group
-  __m512i scale_pairs[8];  // Q2_K: the mins as pairs
+  __m512i scale_pairs[8];  // Q2_K only: the mins as pairs
   __m512 d;
   __m512 dmin;  // Q2_K only
 };
@@ -649,11 +649,6 @@ void q6k_decode(const RowGroup& g, int64_t nsb, Q6KPanel* panel) {
     load4x16(g, o + 192, scd);
     p.d = gather_f16<true>(g, o + 208);
     for (int gi = 0; gi < 16; ++gi) p.scale[gi] = scale_byte(scd[gi / 4], gi % 4);
-    // Pairs (4k, 4k+2) are the sign-extended bytes 0 and 2 of word k, (4k+1, 4k+3) bytes 1, 3.
-    for (int k = 0; k < 4; ++k) {
-      p.scale_pairs[2 * k] = _mm512_srai_epi16(_mm512_slli_epi16(scd[k], 8), 8);
-      p.scale_pairs[2 * k + 1] = _mm512_srai_epi16(scd[k], 8);
-    }
     for (int half = 0; half < 2; ++half) {
       __m512i ql0[8], ql1[8], qh[8];
       load8x16(g, o + 64 * half, ql0);
@@ -758,7 +753,7 @@ void q23k_decode(const RowGroup& g, int64_t nsb, Q6KPanel* panel) {
   constexpr size_t kBytes = kQ3 ? 110 : 84;
   constexpr size_t kQs = kQ3 ? 32 : 16;
   const __m512i three = _mm512_set1_epi8(3), one = _mm512_set1_epi8(1),
-                lo16 = _mm512_set1_epi32(0x00ff00ff), byte = _mm512_set1_epi32(0xff);
+                byte = _mm512_set1_epi32(0xff);
   for (int64_t i = 0; i < nsb; ++i) {
     Q6KPanel& p = panel[i];
     const size_t o = static_cast<size_t>(i) * kBytes;
@@ -779,12 +774,6 @@ void q23k_decode(const RowGroup& g, int64_t nsb, Q6KPanel* panel) {
         p.scale[gi] =
             _mm512_sub_epi32(_mm512_and_si512(_mm512_srli_epi32(scd[gi / 4], 8 * (gi % 4)), byte),
                              _mm512_set1_epi32(32));
-      }
-      for (int k = 0; k < 4; ++k) {
-        const __m512i thirty_two = _mm512_set1_epi16(32);
-        p.scale_pairs[2 * k] = _mm512_sub_epi16(_mm512_and_si512(scd[k], lo16), thirty_two);
-        p.scale_pairs[2 * k + 1] =
-            _mm512_sub_epi16(_mm512_and_si512(_mm512_srli_epi32(scd[k], 8), lo16), thirty_two);
       }
     } else {
       load4x16(g, o, scd);
