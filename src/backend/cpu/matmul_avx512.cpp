@@ -8,11 +8,12 @@
 //            dot product of each row in its own lane.
 //
 // Codes are made unsigned for vpdpbusd (u8 x s8) by adding an offset where the format is signed
-// (Q4_0 +8, Q5_0 +16, Q8_0/IQ4_NL/MXFP4/IQ4_XS +128); offset * sum(activation codes) is
-// subtracted per block. A lane's arithmetic does not depend on the other lanes, the batch or the
-// thread split, so results are identical for any batch size, thread count and row range.
-// Below the lane kernels' batch, the shared x86 row kernels (matmul_x86_kernels.h) with VNNI or the
-// small-batch kernels of gemv_avx512.cpp.
+// (Q4_0 +8, Q5_0 +16, Q8_0/IQ4_NL/MXFP4/IQ4_XS +128, Q6_K -32 as +32 codes); -offset *
+// sum(activation codes), computed once per call, is the start value of each block's dot product. A
+// lane's arithmetic does not depend on the other lanes, the batch or the thread split, so results
+// are identical for any batch size, thread count and row range. Below the lane kernels' batch, the
+// shared x86 row kernels (matmul_x86_kernels.h) with VNNI or the small-batch kernels of
+// gemv_avx512.cpp.
 #define BOLTRT_X86_VNNI 1
 #ifndef BOLTRT_LANE_MIN_BATCH
 #define BOLTRT_LANE_MIN_BATCH 4
@@ -122,12 +123,6 @@ inline __m512 f16_lo(__m512i v) {
 }
 inline __m512 f16_hi(__m512i v) {
   return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(v, 16)));
-}
-
-inline __m512i bcast_i32(const void* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return _mm512_set1_epi32(v);
 }
 
 // acc + codes . (the 4 int8 at p, broadcast): vpdpbusd with an embedded {1to16} memory operand,
@@ -870,7 +865,7 @@ void iq4xs_decode(const RowGroup& g, int64_t nsb, IQ4XSPanel* panel) {
 
 template <int kNb>
 void iq4xs_compute(const GemmTile& t, const IQ4XSPanel* panel, int64_t r0, int64_t b0,
-                   __mmask16 mask, const int32_t* bsum32, const RowGroup* pf) {
+                   __mmask16 mask, const int32_t* start, const RowGroup* pf) {
   const int64_t nsb = t.cols / 256;
   const ActQ8_K* act[kNb];
   __m512 acc[kNb];
@@ -889,10 +884,8 @@ void iq4xs_compute(const GemmTile& t, const IQ4XSPanel* panel, int64_t r0, int64
       BOLTRT_UNROLL
       for (int b = 0; b < kNb; ++b) {
         const int8_t* qy = act[b][i].qs + 32 * ib;
-        __m512i dot = _mm512_setzero_si512();
-        for (int q = 0; q < 8; ++q)
-          dot = _mm512_dpbusd_epi32(dot, p.codes[ib][q], bcast_i32(qy + 4 * q));
-        dot = _mm512_sub_epi32(dot, _mm512_set1_epi32(128 * bsum32[((b0 + b) * nsb + i) * 8 + ib]));
+        __m512i dot = _mm512_set1_epi32(start[((b0 + b) * nsb + i) * 8 + ib]);
+        for (int q = 0; q < 8; ++q) dot = dpbusd_bcast(dot, p.codes[ib][q], qy + 4 * q);
         isum[b] = _mm512_add_epi32(isum[b], _mm512_mullo_epi32(dot, p.scale[ib]));
       }
     }
@@ -907,15 +900,15 @@ void iq4xs_compute(const GemmTile& t, const IQ4XSPanel* panel, int64_t r0, int64
 }
 
 void gemm_iq4xs(const GemmTile& t) {
-  thread_local std::vector<int32_t> bsum32;
+  thread_local std::vector<int32_t> start;  // -128 * bsum32: the +128 code offset
   const int64_t nsb = t.cols / 256;
-  bsum32.resize(static_cast<size_t>(t.n_act * nsb * 8));
+  start.resize(static_cast<size_t>(t.n_act * nsb * 8));
   for (int64_t b = 0; b < t.n_act; ++b) {
     const auto* y = reinterpret_cast<const ActQ8_K*>(t.a + b * t.a_stride);
     for (int64_t i = 0; i < nsb; ++i) {
       for (int k = 0; k < 8; ++k) {
-        bsum32[static_cast<size_t>((b * nsb + i) * 8 + k)] =
-            y[i].bsums[2 * k] + y[i].bsums[2 * k + 1];
+        start[static_cast<size_t>((b * nsb + i) * 8 + k)] =
+            -128 * (y[i].bsums[2 * k] + y[i].bsums[2 * k + 1]);
       }
     }
   }
@@ -923,7 +916,7 @@ void gemm_iq4xs(const GemmTile& t) {
   for_groups(
       t, [&](const RowGroup& g) { iq4xs_decode(g, nsb, panel); },
       [&](auto nb, int64_t r0, int64_t b0, __mmask16 mask, const RowGroup* pf) {
-        iq4xs_compute<decltype(nb)::value>(t, panel, r0, b0, mask, bsum32.data(), pf);
+        iq4xs_compute<decltype(nb)::value>(t, panel, r0, b0, mask, start.data(), pf);
       });
 }
 
