@@ -1,5 +1,5 @@
-// AVX-512 small-batch kernels (1 to avx512_gemv_max_batch activation rows) for Q4_0, Q5_0, Q4_K and
-// Q6_K weights: the decode path, and the verify of a few drafted tokens.
+// AVX-512 small-batch kernels (1 to avx512_gemv_max_batch activation rows) for Q4_0, Q5_0, Q8_0,
+// Q4_K and Q6_K weights: the decode path, and the verify of a few drafted tokens.
 //
 // Decode reads every weight byte once per token, so these kernels aim at the fewest instructions
 // per weight byte: a block's codes are unpacked once into zmm registers and used for up to 8
@@ -391,6 +391,100 @@ void legacy_rows(const uint8_t* row, const LegacyCodes* const* y, int64_t nblk, 
   for (int b = 0; b < kNb; ++b) st[b].v = acc[b];
 }
 
+// ---- Q8_0 -----------------------------------------------------------------------------------
+// Block (34 B): d (fp16), qs[32] signed codes. Every activation row gets exactly the arithmetic
+// of the x86 row kernel (matmul_x86_kernels.h, row_signed32 with Q8_0Decode), which batch-1
+// calls used before this kernel existed: per block an int32 dot in 8 lanes of 4 products,
+// converted and accumulated by one fma with the float dx * dy into 8 float lanes (ymm), then
+// the same horizontal sum. So batch-1 results did not change, and each row of a verify batch
+// equals the one-token decode of its token bit for bit.
+// The lane sums are the same integers however they are formed; here vpdpbusd takes the weight
+// codes + 128 as unsigned bytes and starts from -128 * (the lane's 4 activation codes' sum),
+// precomputed per activation row, instead of the row kernel's |w| . sign(a, w): one integer op
+// per block and activation row. The products dx * dy of a block for its (up to) 8 activation
+// rows come from one vmulps against the rows' dy, laid out [block][8] per call.
+
+struct alignas(32) Q8Act {
+  int8_t qs[32];
+  int32_t start[8];  // -128 * (qs[4l] + ... + qs[4l+3]) for lane l
+};
+
+void prepare_q8_0_act(const ActQ8_0* y, int64_t nblk, Q8Act* out) {
+  for (int64_t i = 0; i < nblk; ++i) {
+    std::memcpy(out[i].qs, y[i].qs, 32);
+    for (int l = 0; l < 8; ++l) {
+      const int8_t* q = y[i].qs + 4 * l;
+      out[i].start[l] = -128 * (q[0] + q[1] + q[2] + q[3]);
+    }
+  }
+}
+
+// One weight row against kNb activation rows: out[b] = W[row] . A[b]. dy: [nblk][8] scales.
+template <int kNb>
+inline void q8_0_row(const uint8_t* row, const Q8Act* const* y, const float* dy, int64_t nblk,
+                     float* out) {
+  const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+  __m256 acc[kNb];
+  BOLTRT_UNROLL
+  for (int b = 0; b < kNb; ++b) acc[b] = _mm256_setzero_ps();
+  for (int64_t i = 0; i < nblk; ++i, row += 34) {
+    const __m256i wu =  // codes + 128
+        _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2)), flip);
+    alignas(32) float dd[8];  // dx * dy of activation row b
+    _mm256_store_ps(dd, _mm256_mul_ps(_mm256_set1_ps(f16_at(row)), _mm256_load_ps(dy + 8 * i)));
+    BOLTRT_UNROLL
+    for (int b = 0; b < kNb; ++b) {
+      const Q8Act& a = y[b][i];
+      const __m256i sum =
+          _mm256_dpbusd_epi32(_mm256_load_si256(reinterpret_cast<const __m256i*>(a.start)), wu,
+                              _mm256_load_si256(reinterpret_cast<const __m256i*>(a.qs)));
+      acc[b] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_broadcast_ss(dd + b), acc[b]);
+    }
+  }
+  // the row kernel's horizontal sum: halves, then pairs, then the last two
+  BOLTRT_UNROLL
+  for (int b = 0; b < kNb; ++b) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(acc[b]), _mm256_extractf128_ps(acc[b], 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    out[b] = _mm_cvtss_f32(s);
+  }
+}
+
+// Each weight row is read once per group of up to 8 activation rows (a verify batch is one
+// group); the group's activations (68 B per block and row) stay in L1/L2 meanwhile.
+void gemv_q8_0(const GemmTile& t) {
+  constexpr int64_t kMaxNb = 8;
+  const int64_t nblk = t.cols / 32;
+  thread_local std::vector<Q8Act> act;
+  thread_local std::vector<float> dy;  // [nblk][8] per group
+  act.resize(static_cast<size_t>(nblk * t.n_act));
+  dy.resize(static_cast<size_t>(nblk * kMaxNb));
+  for (int64_t b = 0; b < t.n_act; ++b) {
+    prepare_q8_0_act(reinterpret_cast<const ActQ8_0*>(t.a + b * t.a_stride), nblk,
+                     act.data() + b * nblk);
+  }
+  for (int64_t b0 = 0; b0 < t.n_act; b0 += kMaxNb) {
+    const int64_t nb = std::min(kMaxNb, t.n_act - b0);
+    const Q8Act* y[kMaxNb];
+    for (int64_t b = 0; b < nb; ++b) y[b] = act.data() + (b0 + b) * nblk;
+    std::fill(dy.begin(), dy.end(), 0.0f);
+    for (int64_t b = 0; b < nb; ++b) {
+      const auto* blocks = reinterpret_cast<const ActQ8_0*>(t.a + (b0 + b) * t.a_stride);
+      for (int64_t i = 0; i < nblk; ++i)
+        dy[static_cast<size_t>(8 * i + b)] = _cvtsh_ss(blocks[i].d);
+    }
+    dispatch_nb(nb, [&](auto kNb) {
+      constexpr int n = decltype(kNb)::value;
+      for (int64_t r = 0; r < t.n_rows; ++r) {
+        float out[n];
+        q8_0_row<n>(t.w + r * t.w_stride, y, dy.data(), nblk, out);
+        for (int b = 0; b < n; ++b) t.y[(b0 + b) * t.y_stride + r] = out[b];
+      }
+    });
+  }
+}
+
 // ---- drivers --------------------------------------------------------------------------------
 
 // Weight rows in chunks of about kChunkBytes; each chunk against groups of up to kMaxNb
@@ -402,9 +496,10 @@ void legacy_rows(const uint8_t* row, const LegacyCodes* const* y, int64_t nblk, 
 // slices. Measured at 10240->2560 (Q4_K, one thread): batch 2 took 2.0x batch 1 without slices,
 // 1.45x with 16 KB slices and the prefetch below (without the prefetch slicing was slower still).
 // rows(kNb, w_row, act pointers, u0, u1, acc) runs units [u0, u1) of one weight row.
-template <typename Act, typename Rows>
+// finish_row(acc) turns a row's accumulators into its result.
+template <typename Act, typename Rows, typename Finish = float (*)(const RowAcc&)>
 void sweep(const GemmTile& t, const Act* act, int64_t act_stride, int64_t n_units,
-           size_t act_unit_bytes, Rows&& rows) {
+           size_t act_unit_bytes, Rows&& rows, Finish finish_row = &finish) {
   constexpr int64_t kMaxNb = 8;
   constexpr int64_t kAhead = 2;
   constexpr auto kHint = _MM_HINT_T1;
@@ -432,7 +527,7 @@ void sweep(const GemmTile& t, const Act* act, int64_t act_stride, int64_t n_unit
             for (RowAcc& a : st) a = zero;
             rows(kNb, t.w + r * t.w_stride, y, int64_t{0}, n_units, st);
             for (int b = 0; b < decltype(kNb)::value; ++b)
-              t.y[(b0 + b) * t.y_stride + r] = finish(st[b]);
+              t.y[(b0 + b) * t.y_stride + r] = finish_row(st[b]);
           }
         });
         continue;
@@ -457,7 +552,8 @@ void sweep(const GemmTile& t, const Act* act, int64_t act_stride, int64_t n_unit
       });
       for (int64_t r = r0; r < r1; ++r) {
         for (int64_t b = 0; b < nb; ++b)
-          t.y[(b0 + b) * t.y_stride + r] = finish(state[static_cast<size_t>((r - r0) * nb + b)]);
+          t.y[(b0 + b) * t.y_stride + r] =
+              finish_row(state[static_cast<size_t>((r - r0) * nb + b)]);
       }
     }
   }
@@ -548,10 +644,14 @@ void avx512_quantize_act_q8_k(const float* x, void* dst, int64_t n) {
 // batch 4 for Q4_0 and Q4_K (the lane kernels win from 5 on, mostly at 10240->2560) and up to 8
 // for Q6_K, whose lane kernel spends more on transposes. With more than 8 activation rows the
 // row kernels read each weight chunk twice (the second time from L2).
-// Q8_0 has no kernel here: the same 4-block form (codes + 128) was 20-30% faster than the AVX2
-// row kernel at batches 2-4 but up to 25% slower at batch 1 (10240->2560), and decode is batch 1.
+// Q8_0 keeps the x86 row kernel's arithmetic (a 4-block form with codes + 128 was up to 25%
+// slower at batch 1, 10240->2560) up to 2 rows: on the tiny model's matrices (256 columns) 3
+// rows took 1.3x and 8 rows 2x the lane kernel's time (each block costs a conversion and an fma
+// per activation row; the lane kernels do that once per block of 16 weight rows).
 int64_t avx512_gemv_max_batch(GgmlType type) {
   switch (type) {
+    case GgmlType::Q8_0:
+      return 2;
     case GgmlType::Q4_0:
     case GgmlType::Q5_0:
     case GgmlType::Q4_K:
@@ -573,6 +673,8 @@ GemmFn avx512_gemv(GgmlType type) {
       return &gemv_legacy<Q4_0Step>;
     case GgmlType::Q5_0:
       return &gemv_legacy<Q5_0Step>;
+    case GgmlType::Q8_0:
+      return &gemv_q8_0;
     default:
       return nullptr;
   }
