@@ -75,12 +75,14 @@ cpu::GemmFn pick_kernel(SimdLevel level, GgmlType type) {
 }  // namespace
 
 #if defined(__x86_64__) || defined(_M_X64)
-// AVX-512 has its own Q8_K quantizer (the decode kernels' activations); the other formats are
-// cheap enough in scalar code.
+// AVX-512 has its own Q8_K and Q8_0 quantizers (the decode kernels' activations); the other
+// formats are cheap enough in scalar code.
 static void avx512_convert_activation_row(cpu::ActFormat format, const float* x, void* dst,
                                           int64_t n) {
   if (format == cpu::ActFormat::Q8_K) {
     cpu::avx512_quantize_act_q8_k(x, dst, n);
+  } else if (format == cpu::ActFormat::Q8_0) {
+    cpu::avx512_quantize_act_q8_0(x, dst, n);
   } else {
     cpu::convert_activation_row(format, x, dst, n);
   }
