@@ -177,6 +177,59 @@ __attribute__((target("avx2,fma"))) float dot_avx2(const float* a, const float* 
   return sum;
 }
 
+// out[j] = dot(q, k_j) * scale for the keys k_j = k + j * stride, j < count (dot_avx2's
+// arithmetic, inlined: one call per key cost as much as the key's dot); returns the maximum.
+__attribute__((target("avx2,fma"))) float scores_avx2(const float* q, const float* k,
+                                                      int64_t stride, int64_t count, int64_t n,
+                                                      float scale, float* out) {
+  float max = -std::numeric_limits<float>::infinity();
+  for (int64_t j = 0; j < count; ++j) {
+    out[j] = dot_avx2(q, k + j * stride, n) * scale;
+    max = std::max(max, out[j]);
+  }
+  return max;
+}
+
+// exp(x) of 8 floats: x = n ln2 + r, |r| <= ln2/2, exp(r) by its Taylor series to r^7 (relative
+// error < 2e-8 before rounding), times 2^n; x is clamped to [-87, 88] (2^n stays normal).
+__attribute__((target("avx2,fma"))) __m256 exp_avx2(__m256 x) {
+  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.0f)), _mm256_set1_ps(88.0f));
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                   _MM_FROUND_TO_NEAREST_INT);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), x);  // ln2, high bits
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.428606765330187045e-06f), r);  // ln2, the rest
+  __m256 p = _mm256_set1_ps(1.0f / 5040.0f);
+  for (const float c : {1.0f / 720.0f, 1.0f / 120.0f, 1.0f / 24.0f, 1.0f / 6.0f, 0.5f, 1.0f, 1.0f})
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(c));
+  const __m256i pow2n =
+      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(p, _mm256_castsi256_ps(pow2n));
+}
+
+__attribute__((target("avx2,fma"))) int64_t silu_mul_avx2(const float* gate, const float* up,
+                                                          float* out, int64_t n) {
+  int64_t i = 0;
+  const __m256 one = _mm256_set1_ps(1.0f);
+  for (; i + 8 <= n; i += 8) {
+    const __m256 g = _mm256_loadu_ps(gate + i);
+    const __m256 e = exp_avx2(_mm256_sub_ps(_mm256_setzero_ps(), g));
+    _mm256_storeu_ps(
+        out + i, _mm256_mul_ps(_mm256_div_ps(g, _mm256_add_ps(one, e)), _mm256_loadu_ps(up + i)));
+  }
+  return i;
+}
+
+__attribute__((target("avx2,fma"))) float max_avx2(const float* x, int64_t n) {
+  __m256 m = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) m = _mm256_max_ps(m, _mm256_loadu_ps(x + i));
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, m);
+  float max = lanes[0];
+  for (int k = 1; k < 8; ++k) max = std::max(max, lanes[k]);
+  for (; i < n; ++i) max = std::max(max, x[i]);
+  return max;
+}
 }  // namespace
 #endif
 
@@ -312,6 +365,30 @@ void gelu_inplace(float* x, int64_t n) {
   }
 }
 
+void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
+  int64_t i = 0;
+#if BOLTRT_OPS_X86
+  if (have_avx2_fma()) i = silu_mul_avx2(gate, up, out, n);
+#endif
+  for (; i < n; ++i) {
+    const float g = gate[i];
+    out[i] = g / (1.0f + std::exp(-g)) * up[i];
+  }
+}
+
+int64_t argmax(const float* x, int64_t n) {
+#if BOLTRT_OPS_X86
+  if (have_avx2_fma() && n > 0) {
+    // the maximum in 8 lanes, then its first position
+    const float max = max_avx2(x, n);
+    for (int64_t i = 0; i < n; ++i) {
+      if (x[i] == max) return i;
+    }
+  }
+#endif
+  return std::max_element(x, x + n) - x;
+}
+
 void softcap(float* x, int64_t n, float cap) {
   const float inv = 1.0f / cap;
   for (int64_t i = 0; i < n; ++i) x[i] = std::tanh(x[i] * inv) * cap;
@@ -383,10 +460,18 @@ void AttentionAccumulator::add(const float* q, int64_t q_pos0, const float* k, c
       if (j1 <= j0) continue;
       const float* qh = q + t * q_stride + h * head_dim;
       float chunk_max = -std::numeric_limits<float>::infinity();
-      for (int64_t j = j0; j < j1; ++j) {
-        const float* kj = k + j * kv_stride + kvh * head_dim;
-        scores[j] = dot(qh, kj, head_dim) * scale;
-        chunk_max = std::max(chunk_max, scores[j]);
+#if BOLTRT_OPS_X86
+      if (have_avx2_fma()) {
+        chunk_max = scores_avx2(qh, k + j0 * kv_stride + kvh * head_dim, kv_stride, j1 - j0,
+                                head_dim, scale, scores + j0);
+      } else
+#endif
+      {
+        for (int64_t j = j0; j < j1; ++j) {
+          const float* kj = k + j * kv_stride + kvh * head_dim;
+          scores[j] = dot(qh, kj, head_dim) * scale;
+          chunk_max = std::max(chunk_max, scores[j]);
+        }
       }
       float& max = max_[static_cast<size_t>(job)];
       double& sum = sum_[static_cast<size_t>(job)];
