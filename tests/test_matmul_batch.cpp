@@ -1,5 +1,5 @@
 // Small-batch matmul: below the crossover to the 16-row lane kernels (cpu::avx512_row_max_batch:
-// 4 for Q4_0 and Q4_K, 8 for Q6_K, 2 for Q8_0) the AVX-512 kernels compute every activation row
+// 4 for Q4_0 and Q4_K, 8 for Q6_K, 3 for Q8_0) the AVX-512 kernels compute every activation row
 // with exactly the arithmetic of a batch-1 call, so a batched verify of drafted tokens gives bit
 // for bit the logits of one-token decoding. Checked with exact equality against separate batch-1
 // calls on awkward shapes (row counts that are not multiples of 16, block counts that are not

@@ -401,8 +401,8 @@ void legacy_rows(const uint8_t* row, const LegacyCodes* const* y, int64_t nblk, 
 // The lane sums are the same integers however they are formed; here vpdpbusd takes the weight
 // codes + 128 as unsigned bytes and starts from -128 * (the lane's 4 activation codes' sum),
 // precomputed per activation row, instead of the row kernel's |w| . sign(a, w): one integer op
-// per block and activation row. The products dx * dy of a block for its (up to) 8 activation
-// rows come from one vmulps against the rows' dy, laid out [block][8] per call.
+// per block and activation row. dy is laid out [block][8] per call. (dx * dy through a stack
+// array and a broadcast load cost 30% at batch 1: the store-to-load forwarding stalls.)
 
 struct alignas(32) Q8Act {
   int8_t qs[32];
@@ -430,15 +430,14 @@ inline void q8_0_row(const uint8_t* row, const Q8Act* const* y, const float* dy,
   for (int64_t i = 0; i < nblk; ++i, row += 34) {
     const __m256i wu =  // codes + 128
         _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2)), flip);
-    alignas(32) float dd[8];  // dx * dy of activation row b
-    _mm256_store_ps(dd, _mm256_mul_ps(_mm256_set1_ps(f16_at(row)), _mm256_load_ps(dy + 8 * i)));
+    const float dx = f16_at(row);
     BOLTRT_UNROLL
     for (int b = 0; b < kNb; ++b) {
       const Q8Act& a = y[b][i];
       const __m256i sum =
           _mm256_dpbusd_epi32(_mm256_load_si256(reinterpret_cast<const __m256i*>(a.start)), wu,
                               _mm256_load_si256(reinterpret_cast<const __m256i*>(a.qs)));
-      acc[b] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_broadcast_ss(dd + b), acc[b]);
+      acc[b] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_set1_ps(dx * dy[8 * i + b]), acc[b]);
     }
   }
   // the row kernel's horizontal sum: halves, then pairs, then the last two
@@ -665,13 +664,14 @@ void avx512_quantize_act_q8_0(const float* x, void* dst, int64_t n) {
 // for Q6_K, whose lane kernel spends more on transposes. With more than 8 activation rows the
 // row kernels read each weight chunk twice (the second time from L2).
 // Q8_0 keeps the x86 row kernel's arithmetic (a 4-block form with codes + 128 was up to 25%
-// slower at batch 1, 10240->2560) up to 2 rows: on the tiny model's matrices (256 columns) 3
-// rows took 1.3x and 8 rows 2x the lane kernel's time (each block costs a conversion and an fma
-// per activation row; the lane kernels do that once per block of 16 weight rows).
+// slower at batch 1, 10240->2560) up to 3 rows: on the tiny model's matrices (256 columns)
+// each further row costs the row kernel 0.6x a batch-1 call and the lane kernels 0.2x (a
+// conversion and an fma per block and activation row here, once per block of 16 weight rows
+// there); at 3 rows both take 2.1x batch 1.
 int64_t avx512_gemv_max_batch(GgmlType type) {
   switch (type) {
     case GgmlType::Q8_0:
-      return 2;
+      return 3;
     case GgmlType::Q4_0:
     case GgmlType::Q5_0:
     case GgmlType::Q4_K:
