@@ -177,14 +177,59 @@ __attribute__((target("avx2,fma"))) float dot_avx2(const float* a, const float* 
   return sum;
 }
 
-// out[j] = dot(q, k_j) * scale for the keys k_j = k + j * stride, j < count (dot_avx2's
-// arithmetic, inlined: one call per key cost as much as the key's dot); returns the maximum.
+// dot_avx2(q, k) for head_dim kN (a multiple of 16) with q held in registers: the same
+// operations in the same order as dot_avx2, two keys at a time.
+template <int kN>
+__attribute__((target("avx2,fma"), always_inline)) inline void dot2_fixed(const __m256* qv,
+                                                                          const float* k0,
+                                                                          const float* k1,
+                                                                          float* out) {
+  __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+  __m256 b0 = _mm256_setzero_ps(), b1 = _mm256_setzero_ps();
+  for (int i = 0; i < kN / 8; i += 2) {
+    a0 = _mm256_fmadd_ps(qv[i], _mm256_loadu_ps(k0 + 8 * i), a0);
+    a1 = _mm256_fmadd_ps(qv[i + 1], _mm256_loadu_ps(k0 + 8 * i + 8), a1);
+    b0 = _mm256_fmadd_ps(qv[i], _mm256_loadu_ps(k1 + 8 * i), b0);
+    b1 = _mm256_fmadd_ps(qv[i + 1], _mm256_loadu_ps(k1 + 8 * i + 8), b1);
+  }
+  const __m256 acc[2] = {_mm256_add_ps(a0, a1), _mm256_add_ps(b0, b1)};
+  for (int j = 0; j < 2; ++j) {
+    __m128 t = _mm_add_ps(_mm256_castps256_ps128(acc[j]), _mm256_extractf128_ps(acc[j], 1));
+    t = _mm_add_ps(t, _mm_movehl_ps(t, t));
+    t = _mm_add_ss(t, _mm_movehdup_ps(t));
+    out[j] = _mm_cvtss_f32(t);
+  }
+}
+
+template <int kN>
+__attribute__((target("avx2,fma"))) void scores_fixed(const float* q, const float* k,
+                                                      int64_t stride, int64_t count, float* out) {
+  __m256 qv[kN / 8];
+  for (int i = 0; i < kN / 8; ++i) qv[i] = _mm256_loadu_ps(q + 8 * i);
+  int64_t j = 0;
+  for (; j + 2 <= count; j += 2) dot2_fixed<kN>(qv, k + j * stride, k + (j + 1) * stride, out + j);
+  if (j < count) {
+    float pair[2];
+    dot2_fixed<kN>(qv, k + j * stride, k + j * stride, pair);
+    out[j] = pair[0];
+  }
+}
+
+// out[j] = dot(q, k_j) * scale for the keys k_j = k + j * stride, j < count, with dot_avx2's
+// arithmetic (head sizes 64 and 128 with q kept in registers); returns the maximum.
 __attribute__((target("avx2,fma"))) float scores_avx2(const float* q, const float* k,
                                                       int64_t stride, int64_t count, int64_t n,
                                                       float scale, float* out) {
+  if (n == 64) {
+    scores_fixed<64>(q, k, stride, count, out);
+  } else if (n == 128) {
+    scores_fixed<128>(q, k, stride, count, out);
+  } else {
+    for (int64_t j = 0; j < count; ++j) out[j] = dot_avx2(q, k + j * stride, n);
+  }
   float max = -std::numeric_limits<float>::infinity();
   for (int64_t j = 0; j < count; ++j) {
-    out[j] = dot_avx2(q, k + j * stride, n) * scale;
+    out[j] *= scale;
     max = std::max(max, out[j]);
   }
   return max;
