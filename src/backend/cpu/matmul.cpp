@@ -167,7 +167,12 @@ void matmul_rows(const WeightView& w, int64_t row_begin, int64_t row_end, const 
       }
     };
     if (pool && batch >= 4) {
-      pool->parallel_for(batch, 1, convert);
+      // rows from a shared counter: a worker not yet scheduled is not waited for
+      std::atomic<int64_t> next_row{0};
+      pool->run_shared([&](int thread) {
+        for (int64_t b = next_row.fetch_add(1); b < batch; b = next_row.fetch_add(1))
+          convert(b, b + 1, thread);
+      });
     } else {
       convert(0, batch, 0);
     }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -554,7 +555,16 @@ void AttentionAccumulator::add(const float* q, int64_t q_pos0, const float* k, c
   // below ~64K multiply-adds a thread hand-off costs more than it saves
   const bool parallel = pool && pool->size() > 1 && jobs > 1 && jobs * n_kv * head_dim >= (1 << 16);
   if (parallel) {
-    pool->parallel_for(jobs, 1, run);
+    // Jobs from a shared counter (run_shared): a worker the OS has not scheduled is not waited
+    // for. With parallel_for a verify step's attention (8 rows x 4 heads: above the threshold,
+    // unlike a one-token step's) waited a whole time slice (~6 ms) whenever the other core was
+    // busy.
+    std::atomic<int64_t> next{0};
+    pool->run_shared([&](int thread) {
+      for (int64_t job = next.fetch_add(1); job < jobs; job = next.fetch_add(1)) {
+        run(job, job + 1, thread);
+      }
+    });
   } else {
     run(0, jobs, 0);
   }
