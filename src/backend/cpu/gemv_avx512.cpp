@@ -398,46 +398,49 @@ void legacy_rows(const uint8_t* row, const LegacyCodes* const* y, int64_t nblk, 
 // converted and accumulated by one fma with the float dx * dy into 8 float lanes (ymm), then
 // the same horizontal sum. So batch-1 results did not change, and each row of a verify batch
 // equals the one-token decode of its token bit for bit.
-// The lane sums are the same integers however they are formed; here vpdpbusd takes the weight
-// codes + 128 as unsigned bytes and starts from -128 * (the lane's 4 activation codes' sum),
-// precomputed per activation row, instead of the row kernel's |w| . sign(a, w): one integer op
-// per block and activation row. dy is laid out [block][8] per call. (dx * dy through a stack
-// array and a broadcast load cost 30% at batch 1: the store-to-load forwarding stalls.)
+// Each activation row is copied once per call: its codes into aligned 32-byte blocks, then its
+// scales dy as floats (36 bytes per block: a 10240-column row stays in L1 while the weights
+// stream past; with an extra offset vector per block, 68 bytes, 10240->2560 ran 2.6x slower).
+// dx * dy is a scalar product broadcast from a register (through a stack array and a
+// broadcast load it cost 30% at batch 1: store-to-load forwarding stalls).
 
 struct alignas(32) Q8Act {
   int8_t qs[32];
-  int32_t start[8];  // -128 * (qs[4l] + ... + qs[4l+3]) for lane l
 };
 
+// Per activation row: nblk Q8Act, then the nblk scales dy as floats, in units of Q8Act.
+int64_t q8_0_act_units(int64_t nblk) {
+  return nblk + (nblk * static_cast<int64_t>(sizeof(float)) + 31) / 32;
+}
+
 void prepare_q8_0_act(const ActQ8_0* y, int64_t nblk, Q8Act* out) {
+  auto* dy = reinterpret_cast<float*>(out + nblk);
   for (int64_t i = 0; i < nblk; ++i) {
     std::memcpy(out[i].qs, y[i].qs, 32);
-    for (int l = 0; l < 8; ++l) {
-      const int8_t* q = y[i].qs + 4 * l;
-      out[i].start[l] = -128 * (q[0] + q[1] + q[2] + q[3]);
-    }
+    dy[i] = _cvtsh_ss(y[i].d);
   }
 }
 
-// One weight row against kNb activation rows: out[b] = W[row] . A[b]. dy: [nblk][8] scales.
+// One weight row against kNb activation rows: out[b] = W[row] . A[b].
 template <int kNb>
-inline void q8_0_row(const uint8_t* row, const Q8Act* const* y, const float* dy, int64_t nblk,
-                     float* out) {
-  const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+inline void q8_0_row(const uint8_t* row, const Q8Act* const* y, int64_t nblk, float* out) {
   __m256 acc[kNb];
+  const float* dy[kNb];
   BOLTRT_UNROLL
-  for (int b = 0; b < kNb; ++b) acc[b] = _mm256_setzero_ps();
+  for (int b = 0; b < kNb; ++b) {
+    acc[b] = _mm256_setzero_ps();
+    dy[b] = reinterpret_cast<const float*>(y[b] + nblk);
+  }
   for (int64_t i = 0; i < nblk; ++i, row += 34) {
-    const __m256i wu =  // codes + 128
-        _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2)), flip);
+    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2));
+    const __m256i q_abs = _mm256_abs_epi8(q);
     const float dx = f16_at(row);
     BOLTRT_UNROLL
     for (int b = 0; b < kNb; ++b) {
-      const Q8Act& a = y[b][i];
+      const __m256i a = _mm256_load_si256(reinterpret_cast<const __m256i*>(y[b][i].qs));
       const __m256i sum =
-          _mm256_dpbusd_epi32(_mm256_load_si256(reinterpret_cast<const __m256i*>(a.start)), wu,
-                              _mm256_load_si256(reinterpret_cast<const __m256i*>(a.qs)));
-      acc[b] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_set1_ps(dx * dy[8 * i + b]), acc[b]);
+          _mm256_dpbusd_epi32(_mm256_setzero_si256(), q_abs, _mm256_sign_epi8(a, q));
+      acc[b] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_set1_ps(dx * dy[b][i]), acc[b]);
     }
   }
   // the row kernel's horizontal sum: halves, then pairs, then the last two
@@ -451,33 +454,26 @@ inline void q8_0_row(const uint8_t* row, const Q8Act* const* y, const float* dy,
 }
 
 // Each weight row is read once per group of up to 8 activation rows (a verify batch is one
-// group); the group's activations (68 B per block and row) stay in L1/L2 meanwhile.
+// group); the group's activations (36 B per block and row) stay in L1/L2 meanwhile.
 void gemv_q8_0(const GemmTile& t) {
   constexpr int64_t kMaxNb = 8;
   const int64_t nblk = t.cols / 32;
+  const int64_t units = q8_0_act_units(nblk);
   thread_local std::vector<Q8Act> act;
-  thread_local std::vector<float> dy;  // [nblk][8] per group
-  act.resize(static_cast<size_t>(nblk * t.n_act));
-  dy.resize(static_cast<size_t>(nblk * kMaxNb));
+  act.resize(static_cast<size_t>(units * t.n_act));
   for (int64_t b = 0; b < t.n_act; ++b) {
     prepare_q8_0_act(reinterpret_cast<const ActQ8_0*>(t.a + b * t.a_stride), nblk,
-                     act.data() + b * nblk);
+                     act.data() + b * units);
   }
   for (int64_t b0 = 0; b0 < t.n_act; b0 += kMaxNb) {
     const int64_t nb = std::min(kMaxNb, t.n_act - b0);
     const Q8Act* y[kMaxNb];
-    for (int64_t b = 0; b < nb; ++b) y[b] = act.data() + (b0 + b) * nblk;
-    std::fill(dy.begin(), dy.end(), 0.0f);
-    for (int64_t b = 0; b < nb; ++b) {
-      const auto* blocks = reinterpret_cast<const ActQ8_0*>(t.a + (b0 + b) * t.a_stride);
-      for (int64_t i = 0; i < nblk; ++i)
-        dy[static_cast<size_t>(8 * i + b)] = _cvtsh_ss(blocks[i].d);
-    }
+    for (int64_t b = 0; b < nb; ++b) y[b] = act.data() + (b0 + b) * units;
     dispatch_nb(nb, [&](auto kNb) {
       constexpr int n = decltype(kNb)::value;
       for (int64_t r = 0; r < t.n_rows; ++r) {
         float out[n];
-        q8_0_row<n>(t.w + r * t.w_stride, y, dy.data(), nblk, out);
+        q8_0_row<n>(t.w + r * t.w_stride, y, nblk, out);
         for (int b = 0; b < n; ++b) t.y[(b0 + b) * t.y_stride + r] = out[b];
       }
     });
