@@ -63,6 +63,39 @@ TEST(Fp16, RowConversionsEqualScalar) {
   for (size_t i = 0; i < x.size(); ++i) EXPECT_EQ(h[i], fp32_to_fp16(x[i])) << x[i];
 }
 
+// SwiGLU of DFlash drafts: silu(g) * u against double precision, over the range where exp
+// under- and overflows (|g| up to 100) and on an odd length (vector body + scalar tail).
+TEST(SiluMul, MatchesFloat64) {
+  auto g = random_vector(1003, 31, 100.0f);
+  auto u = random_vector(1003, 32, 2.0f);
+  g[0] = 0.0f, g[1] = -87.5f, g[2] = 88.5f, g[3] = 1e-30f;
+  std::vector<float> out(g.size());
+  silu_mul(g.data(), u.data(), out.data(), static_cast<int64_t>(g.size()));
+  for (size_t i = 0; i < g.size(); ++i) {
+    const double x = g[i];
+    const double want = x / (1.0 + std::exp(-x)) * u[i];
+    EXPECT_NEAR(out[i], want, 1e-6 * std::fabs(want) + 1e-30) << i << " g " << g[i];
+  }
+  // in place, as the draft runs it
+  std::vector<float> in_place = g;
+  silu_mul(in_place.data(), u.data(), in_place.data(), static_cast<int64_t>(g.size()));
+  EXPECT_EQ(in_place, out);
+}
+
+TEST(Argmax, FirstMaximumLikeMaxElement) {
+  for (const size_t n : {1, 7, 8, 9, 1920}) {
+    auto x = random_vector(n, static_cast<uint32_t>(n), 5.0f);
+    EXPECT_EQ(argmax(x.data(), static_cast<int64_t>(n)),
+              std::max_element(x.begin(), x.end()) - x.begin());
+    if (n > 8) {  // ties: the first one wins, wherever it sits in the vector lanes
+      x[n - 1] = x[3] = x[n / 2] = 100.0f;
+      EXPECT_EQ(argmax(x.data(), static_cast<int64_t>(n)), 3);
+    }
+  }
+  const std::vector<float> negative = {-5.0f, -1.0f, -3.0f, -1.0f};
+  EXPECT_EQ(argmax(negative.data(), 4), 1);
+}
+
 TEST(RmsNorm, MatchesFloat64) {
   for (int64_t n : {1, 7, 256, 2560}) {
     auto x = random_vector(static_cast<size_t>(n), 1, 3.0f);

@@ -72,6 +72,37 @@ TEST_P(MatmulBatch, EveryRowEqualsBatchOneBitForBit) {
   set_simd_level(saved);
 }
 
+// The AVX-512 Q8_0 small-batch kernel (gemv_avx512.cpp) keeps the arithmetic of the x86 row
+// kernel the AVX2 level runs: one-token decoding of Q8_0 models is the same bit for bit.
+TEST(MatmulBatchQ8_0, Avx512EqualsAvx2RowKernel) {
+  const SimdLevel saved = simd_level();
+  set_simd_level(SimdLevel::Avx512);
+  if (simd_level() != SimdLevel::Avx512) {
+    set_simd_level(saved);
+    GTEST_SKIP() << "no AVX-512 VNNI on this CPU";
+  }
+  const GgmlType t = GgmlType::Q8_0;
+  uint32_t seed = 5;
+  for (const int64_t cols : {32, 256, 736, 10240}) {
+    for (const int64_t rows : {1, 33}) {
+      const auto data = random_weights(t, rows, cols, seed++);
+      const WeightView w{t, data.data(), rows, cols,
+                         static_cast<size_t>(cols / 32) * matmul_block_bytes(t)};
+      const int64_t batch = cpu::avx512_row_max_batch(t);
+      const auto x = random_activations(batch * cols, seed++);
+      std::vector<float> y512(static_cast<size_t>(rows * batch)), y2(y512.size());
+      set_simd_level(SimdLevel::Avx512);
+      matmul(w, x.data(), batch, y512.data(), nullptr);
+      set_simd_level(SimdLevel::Avx2);
+      for (int64_t b = 0; b < batch; ++b)
+        matmul(w, x.data() + b * cols, 1, y2.data() + b * rows, nullptr);
+      for (size_t i = 0; i < y512.size(); ++i)
+        ASSERT_EQ(y512[i], y2[i]) << "cols " << cols << " rows " << rows << " i " << i;
+    }
+  }
+  set_simd_level(saved);
+}
+
 INSTANTIATE_TEST_SUITE_P(SmallBatchTypes, MatmulBatch,
                          ::testing::Values(GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q8_0,
                                            GgmlType::Q4_K, GgmlType::Q6_K),

@@ -426,10 +426,7 @@ void DFlashDraft::run_block(const int32_t* tokens, int64_t n, DFlashKv& kv, DFla
     const float* up = ws.up.data();
     linear(l.ffn_gate, a, n, gate, pool);
     linear(l.ffn_up, a, n, ws.up.data(), pool);
-    for (int64_t i = 0; i < n * c.n_ff; ++i) {
-      const float g = gate[i];
-      gate[i] = g / (1.0f + std::exp(-g)) * up[i];
-    }
+    cpu::silu_mul(gate, up, gate, n * c.n_ff);
     linear(l.ffn_down, gate, n, o, pool);
     for (int64_t i = 0; i < n * D; ++i) h[i] += o[i];
   }
@@ -476,7 +473,7 @@ void DFlashDraft::draft_greedy(const int32_t* tokens, int64_t n_block, DFlashKv&
   linear(output_, ws.a.data(), rows, ws.logits.data(), pool);
   for (int64_t r = 0; r < rows; ++r) {
     const float* row = ws.logits.data() + r * V;
-    const int64_t best = std::max_element(row, row + V) - row;
+    const int64_t best = cpu::argmax(row, V);
     out[r] = static_cast<int32_t>(has_d2t() ? d2t_[static_cast<size_t>(best)] : best);
   }
 }

@@ -1,5 +1,5 @@
-// AVX-512 small-batch kernels (1 to avx512_gemv_max_batch activation rows) for Q4_0, Q5_0, Q4_K and
-// Q6_K weights: the decode path, and the verify of a few drafted tokens.
+// AVX-512 small-batch kernels (1 to avx512_gemv_max_batch activation rows) for Q4_0, Q5_0, Q8_0,
+// Q4_K and Q6_K weights: the decode path, and the verify of a few drafted tokens.
 //
 // Decode reads every weight byte once per token, so these kernels aim at the fewest instructions
 // per weight byte: a block's codes are unpacked once into zmm registers and used for up to 8
@@ -391,6 +391,95 @@ void legacy_rows(const uint8_t* row, const LegacyCodes* const* y, int64_t nblk, 
   for (int b = 0; b < kNb; ++b) st[b].v = acc[b];
 }
 
+// ---- Q8_0 -----------------------------------------------------------------------------------
+// Block (34 B): d (fp16), qs[32] signed codes. Every activation row gets exactly the arithmetic
+// of the x86 row kernel (matmul_x86_kernels.h, row_signed32 with Q8_0Decode), which batch-1
+// calls used before this kernel existed: per block an int32 dot in 8 lanes of 4 products,
+// converted and accumulated by one fma with the float dx * dy into 8 float lanes (ymm), then
+// the same horizontal sum. So batch-1 results did not change, and each row of a verify batch
+// equals the one-token decode of its token bit for bit.
+// Each activation row is copied once per call: its codes into aligned 32-byte blocks, then its
+// scales dy as floats (36 bytes per block: a 10240-column row stays in L1 while the weights
+// stream past; with an extra offset vector per block, 68 bytes, 10240->2560 ran 2.6x slower).
+// dx * dy is a scalar product broadcast from a register (through a stack array and a
+// broadcast load it cost 30% at batch 1: store-to-load forwarding stalls).
+
+struct alignas(32) Q8Act {
+  int8_t qs[32];
+};
+
+// Per activation row: nblk Q8Act, then the nblk scales dy as floats, in units of Q8Act.
+int64_t q8_0_act_units(int64_t nblk) {
+  return nblk + (nblk * static_cast<int64_t>(sizeof(float)) + 31) / 32;
+}
+
+void prepare_q8_0_act(const ActQ8_0* y, int64_t nblk, Q8Act* out) {
+  auto* dy = reinterpret_cast<float*>(out + nblk);
+  for (int64_t i = 0; i < nblk; ++i) {
+    std::memcpy(out[i].qs, y[i].qs, 32);
+    dy[i] = _cvtsh_ss(y[i].d);
+  }
+}
+
+// One weight row against kNb activation rows: out[b] = W[row] . A[b].
+template <int kNb>
+inline void q8_0_row(const uint8_t* row, const Q8Act* const* y, int64_t nblk, float* out) {
+  __m256 acc[kNb];
+  const float* dy[kNb];
+  BOLTRT_UNROLL
+  for (int b = 0; b < kNb; ++b) {
+    acc[b] = _mm256_setzero_ps();
+    dy[b] = reinterpret_cast<const float*>(y[b] + nblk);
+  }
+  for (int64_t i = 0; i < nblk; ++i, row += 34) {
+    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2));
+    const __m256i q_abs = _mm256_abs_epi8(q);
+    const float dx = f16_at(row);
+    BOLTRT_UNROLL
+    for (int b = 0; b < kNb; ++b) {
+      const __m256i a = _mm256_load_si256(reinterpret_cast<const __m256i*>(y[b][i].qs));
+      const __m256i sum =
+          _mm256_dpbusd_epi32(_mm256_setzero_si256(), q_abs, _mm256_sign_epi8(a, q));
+      acc[b] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_set1_ps(dx * dy[b][i]), acc[b]);
+    }
+  }
+  // the row kernel's horizontal sum: halves, then pairs, then the last two
+  BOLTRT_UNROLL
+  for (int b = 0; b < kNb; ++b) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(acc[b]), _mm256_extractf128_ps(acc[b], 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    out[b] = _mm_cvtss_f32(s);
+  }
+}
+
+// Each weight row is read once per group of up to 8 activation rows (a verify batch is one
+// group); the group's activations (36 B per block and row) stay in L1/L2 meanwhile.
+void gemv_q8_0(const GemmTile& t) {
+  constexpr int64_t kMaxNb = 8;
+  const int64_t nblk = t.cols / 32;
+  const int64_t units = q8_0_act_units(nblk);
+  thread_local std::vector<Q8Act> act;
+  act.resize(static_cast<size_t>(units * t.n_act));
+  for (int64_t b = 0; b < t.n_act; ++b) {
+    prepare_q8_0_act(reinterpret_cast<const ActQ8_0*>(t.a + b * t.a_stride), nblk,
+                     act.data() + b * units);
+  }
+  for (int64_t b0 = 0; b0 < t.n_act; b0 += kMaxNb) {
+    const int64_t nb = std::min(kMaxNb, t.n_act - b0);
+    const Q8Act* y[kMaxNb];
+    for (int64_t b = 0; b < nb; ++b) y[b] = act.data() + (b0 + b) * units;
+    dispatch_nb(nb, [&](auto kNb) {
+      constexpr int n = decltype(kNb)::value;
+      for (int64_t r = 0; r < t.n_rows; ++r) {
+        float out[n];
+        q8_0_row<n>(t.w + r * t.w_stride, y, nblk, out);
+        for (int b = 0; b < n; ++b) t.y[(b0 + b) * t.y_stride + r] = out[b];
+      }
+    });
+  }
+}
+
 // ---- drivers --------------------------------------------------------------------------------
 
 // Weight rows in chunks of about kChunkBytes; each chunk against groups of up to kMaxNb
@@ -402,9 +491,10 @@ void legacy_rows(const uint8_t* row, const LegacyCodes* const* y, int64_t nblk, 
 // slices. Measured at 10240->2560 (Q4_K, one thread): batch 2 took 2.0x batch 1 without slices,
 // 1.45x with 16 KB slices and the prefetch below (without the prefetch slicing was slower still).
 // rows(kNb, w_row, act pointers, u0, u1, acc) runs units [u0, u1) of one weight row.
-template <typename Act, typename Rows>
+// finish_row(acc) turns a row's accumulators into its result.
+template <typename Act, typename Rows, typename Finish = float (*)(const RowAcc&)>
 void sweep(const GemmTile& t, const Act* act, int64_t act_stride, int64_t n_units,
-           size_t act_unit_bytes, Rows&& rows) {
+           size_t act_unit_bytes, Rows&& rows, Finish finish_row = &finish) {
   constexpr int64_t kMaxNb = 8;
   constexpr int64_t kAhead = 2;
   constexpr auto kHint = _MM_HINT_T1;
@@ -432,7 +522,7 @@ void sweep(const GemmTile& t, const Act* act, int64_t act_stride, int64_t n_unit
             for (RowAcc& a : st) a = zero;
             rows(kNb, t.w + r * t.w_stride, y, int64_t{0}, n_units, st);
             for (int b = 0; b < decltype(kNb)::value; ++b)
-              t.y[(b0 + b) * t.y_stride + r] = finish(st[b]);
+              t.y[(b0 + b) * t.y_stride + r] = finish_row(st[b]);
           }
         });
         continue;
@@ -457,7 +547,8 @@ void sweep(const GemmTile& t, const Act* act, int64_t act_stride, int64_t n_unit
       });
       for (int64_t r = r0; r < r1; ++r) {
         for (int64_t b = 0; b < nb; ++b)
-          t.y[(b0 + b) * t.y_stride + r] = finish(state[static_cast<size_t>((r - r0) * nb + b)]);
+          t.y[(b0 + b) * t.y_stride + r] =
+              finish_row(state[static_cast<size_t>((r - r0) * nb + b)]);
       }
     }
   }
@@ -543,15 +634,40 @@ void avx512_quantize_act_q8_k(const float* x, void* dst, int64_t n) {
   }
 }
 
+// Bit-identical to the scalar quantize_act_q8_0 (matmul_scalar.cpp): the maximum is exact in
+// any order, d and 127 / amax are the same float operations, fp16(d) rounds to nearest even as
+// fp32_to_fp16 does, and vcvtps2dq under the default round-to-nearest-even equals nearest_int
+// for |v| <= 127. A small model quantizes ~35 activation rows per token (a tenth of a verify).
+void avx512_quantize_act_q8_0(const float* x, void* dst, int64_t n) {
+  auto* y = static_cast<ActQ8_0*>(dst);
+  for (int64_t b = 0; b < n / 32; ++b, x += 32) {
+    const __m512 v0 = _mm512_loadu_ps(x), v1 = _mm512_loadu_ps(x + 16);
+    const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
+    const float d = amax / 127.0f;
+    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    y[b].d = _cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT);
+    const __m512 vid = _mm512_set1_ps(id);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y[b].qs),
+                     _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v0, vid))));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y[b].qs + 16),
+                     _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v1, vid))));
+  }
+}
+
 // Crossover to the lane kernels, measured single-threaded (bench_matmul 1 --cpu-time --batches)
 // at the E4B shapes 2560->2048, 2560->10240 and 10240->2560: the row kernels are faster up to
 // batch 4 for Q4_0 and Q4_K (the lane kernels win from 5 on, mostly at 10240->2560) and up to 8
 // for Q6_K, whose lane kernel spends more on transposes. With more than 8 activation rows the
 // row kernels read each weight chunk twice (the second time from L2).
-// Q8_0 has no kernel here: the same 4-block form (codes + 128) was 20-30% faster than the AVX2
-// row kernel at batches 2-4 but up to 25% slower at batch 1 (10240->2560), and decode is batch 1.
+// Q8_0 keeps the x86 row kernel's arithmetic (a 4-block form with codes + 128 was up to 25%
+// slower at batch 1, 10240->2560) up to 3 rows: on the tiny model's matrices (256 columns)
+// each further row costs the row kernel 0.6x a batch-1 call and the lane kernels 0.2x (a
+// conversion and an fma per block and activation row here, once per block of 16 weight rows
+// there); at 3 rows both take 2.1x batch 1.
 int64_t avx512_gemv_max_batch(GgmlType type) {
   switch (type) {
+    case GgmlType::Q8_0:
+      return 3;
     case GgmlType::Q4_0:
     case GgmlType::Q5_0:
     case GgmlType::Q4_K:
@@ -573,6 +689,8 @@ GemmFn avx512_gemv(GgmlType type) {
       return &gemv_legacy<Q4_0Step>;
     case GgmlType::Q5_0:
       return &gemv_legacy<Q5_0Step>;
+    case GgmlType::Q8_0:
+      return &gemv_q8_0;
     default:
       return nullptr;
   }

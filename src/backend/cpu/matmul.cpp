@@ -75,12 +75,14 @@ cpu::GemmFn pick_kernel(SimdLevel level, GgmlType type) {
 }  // namespace
 
 #if defined(__x86_64__) || defined(_M_X64)
-// AVX-512 has its own Q8_K quantizer (the decode kernels' activations); the other formats are
-// cheap enough in scalar code.
+// AVX-512 has its own Q8_K and Q8_0 quantizers (the decode kernels' activations); the other
+// formats are cheap enough in scalar code.
 static void avx512_convert_activation_row(cpu::ActFormat format, const float* x, void* dst,
                                           int64_t n) {
   if (format == cpu::ActFormat::Q8_K) {
     cpu::avx512_quantize_act_q8_k(x, dst, n);
+  } else if (format == cpu::ActFormat::Q8_0) {
+    cpu::avx512_quantize_act_q8_0(x, dst, n);
   } else {
     cpu::convert_activation_row(format, x, dst, n);
   }
@@ -165,7 +167,12 @@ void matmul_rows(const WeightView& w, int64_t row_begin, int64_t row_end, const 
       }
     };
     if (pool && batch >= 4) {
-      pool->parallel_for(batch, 1, convert);
+      // rows from a shared counter: a worker not yet scheduled is not waited for
+      std::atomic<int64_t> next_row{0};
+      pool->run_shared([&](int thread) {
+        for (int64_t b = next_row.fetch_add(1); b < batch; b = next_row.fetch_add(1))
+          convert(b, b + 1, thread);
+      });
     } else {
       convert(0, batch, 0);
     }

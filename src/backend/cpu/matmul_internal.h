@@ -71,6 +71,8 @@ int64_t avx512_gemv_max_batch(GgmlType type);
 int64_t avx512_row_max_batch(GgmlType type);
 // convert_activation_row(ActFormat::Q8_K, ...) with AVX-512, bit-identical to it.
 void avx512_quantize_act_q8_k(const float* x, void* dst, int64_t n);
+// convert_activation_row(ActFormat::Q8_0, ...) with AVX-512, bit-identical to it.
+void avx512_quantize_act_q8_0(const float* x, void* dst, int64_t n);
 
 // The scalar reference dot product of one weight row with one converted activation row.
 float scalar_vec_dot(GgmlType type, int64_t cols, const void* w_row, const void* a_row);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -71,8 +72,10 @@ uint16_t fp32_to_fp16(float f) {
 #if BOLTRT_OPS_X86
 namespace {
 
+// Checked once: these run per row and per attention job, cpu_features() is not free.
 bool have_f16c() {
-  return cpu_features().f16c && cpu_features().avx;
+  static const bool yes = cpu_features().f16c && cpu_features().avx;
+  return yes;
 }
 
 __attribute__((target("avx,f16c"))) void fp16_to_fp32_f16c(const uint16_t* src, float* dst,
@@ -96,7 +99,64 @@ __attribute__((target("avx,f16c"))) void fp32_to_fp16_f16c(const float* src, uin
 }
 
 bool have_avx2_fma() {
-  return cpu_features().avx2 && cpu_features().fma;
+  static const bool yes = cpu_features().avx2 && cpu_features().fma;
+  return yes;
+}
+
+// Sum of squares of n floats (each square rounded to float, as the scalar loop does), summed
+// in double over 8 lanes: rms_norm runs ~15 times per token and layer, and the scalar chain of
+// double adds was a tenth of a small model's forward pass.
+__attribute__((target("avx2,fma"))) double sum_squares_avx2(const float* x, int64_t n) {
+  __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    const __m256 sq = _mm256_mul_ps(v, v);
+    s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(sq)));
+    s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(sq, 1)));
+  }
+  alignas(32) double lanes[4];
+  _mm256_store_pd(lanes, _mm256_add_pd(s0, s1));
+  double sum = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+  for (; i < n; ++i) sum += static_cast<double>(x[i] * x[i]);
+  return sum;
+}
+
+// y = (x * scale) * w (w null: x * scale), the scalar loop's roundings.
+__attribute__((target("avx2,fma"))) void scale_row_avx2(const float* x, const float* w, float scale,
+                                                        int64_t n, float* y) {
+  const __m256 s = _mm256_set1_ps(scale);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 v = _mm256_mul_ps(_mm256_loadu_ps(x + i), s);
+    if (w) v = _mm256_mul_ps(v, _mm256_loadu_ps(w + i));
+    _mm256_storeu_ps(y + i, v);
+  }
+  for (; i < n; ++i) y[i] = w ? (x[i] * scale) * w[i] : x[i] * scale;
+}
+
+// acc[d] += sum_j e[j] * v_j[d] (v_j = v + j * stride), d < n (a multiple of 8). 64 dims at a
+// time keep 8 independent fma chains in flight (one chain per 8 dims was latency bound).
+__attribute__((target("avx2,fma"))) void weighted_sum_avx2(const float* e, const float* v,
+                                                           int64_t stride, int64_t count,
+                                                           float* acc, int64_t n) {
+  int64_t d = 0;
+  for (; d + 64 <= n; d += 64) {
+    __m256 a[8];
+    for (int k = 0; k < 8; ++k) a[k] = _mm256_loadu_ps(acc + d + 8 * k);
+    for (int64_t j = 0; j < count; ++j) {
+      const __m256 w = _mm256_set1_ps(e[j]);
+      const float* vj = v + j * stride + d;
+      for (int k = 0; k < 8; ++k) a[k] = _mm256_fmadd_ps(w, _mm256_loadu_ps(vj + 8 * k), a[k]);
+    }
+    for (int k = 0; k < 8; ++k) _mm256_storeu_ps(acc + d + 8 * k, a[k]);
+  }
+  for (; d < n; d += 8) {
+    __m256 a = _mm256_loadu_ps(acc + d);
+    for (int64_t j = 0; j < count; ++j)
+      a = _mm256_fmadd_ps(_mm256_set1_ps(e[j]), _mm256_loadu_ps(v + j * stride + d), a);
+    _mm256_storeu_ps(acc + d, a);
+  }
 }
 
 __attribute__((target("avx2,fma"))) float dot_avx2(const float* a, const float* b, int64_t n) {
@@ -118,6 +178,104 @@ __attribute__((target("avx2,fma"))) float dot_avx2(const float* a, const float* 
   return sum;
 }
 
+// dot_avx2(q, k) for head_dim kN (a multiple of 16) with q held in registers: the same
+// operations in the same order as dot_avx2, two keys at a time.
+template <int kN>
+__attribute__((target("avx2,fma"), always_inline)) inline void dot2_fixed(const __m256* qv,
+                                                                          const float* k0,
+                                                                          const float* k1,
+                                                                          float* out) {
+  __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+  __m256 b0 = _mm256_setzero_ps(), b1 = _mm256_setzero_ps();
+  for (int i = 0; i < kN / 8; i += 2) {
+    a0 = _mm256_fmadd_ps(qv[i], _mm256_loadu_ps(k0 + 8 * i), a0);
+    a1 = _mm256_fmadd_ps(qv[i + 1], _mm256_loadu_ps(k0 + 8 * i + 8), a1);
+    b0 = _mm256_fmadd_ps(qv[i], _mm256_loadu_ps(k1 + 8 * i), b0);
+    b1 = _mm256_fmadd_ps(qv[i + 1], _mm256_loadu_ps(k1 + 8 * i + 8), b1);
+  }
+  const __m256 acc[2] = {_mm256_add_ps(a0, a1), _mm256_add_ps(b0, b1)};
+  for (int j = 0; j < 2; ++j) {
+    __m128 t = _mm_add_ps(_mm256_castps256_ps128(acc[j]), _mm256_extractf128_ps(acc[j], 1));
+    t = _mm_add_ps(t, _mm_movehl_ps(t, t));
+    t = _mm_add_ss(t, _mm_movehdup_ps(t));
+    out[j] = _mm_cvtss_f32(t);
+  }
+}
+
+template <int kN>
+__attribute__((target("avx2,fma"))) void scores_fixed(const float* q, const float* k,
+                                                      int64_t stride, int64_t count, float* out) {
+  __m256 qv[kN / 8];
+  for (int i = 0; i < kN / 8; ++i) qv[i] = _mm256_loadu_ps(q + 8 * i);
+  int64_t j = 0;
+  for (; j + 2 <= count; j += 2) dot2_fixed<kN>(qv, k + j * stride, k + (j + 1) * stride, out + j);
+  if (j < count) {
+    float pair[2];
+    dot2_fixed<kN>(qv, k + j * stride, k + j * stride, pair);
+    out[j] = pair[0];
+  }
+}
+
+// out[j] = dot(q, k_j) * scale for the keys k_j = k + j * stride, j < count, with dot_avx2's
+// arithmetic (head sizes 64 and 128 with q kept in registers); returns the maximum.
+__attribute__((target("avx2,fma"))) float scores_avx2(const float* q, const float* k,
+                                                      int64_t stride, int64_t count, int64_t n,
+                                                      float scale, float* out) {
+  if (n == 64) {
+    scores_fixed<64>(q, k, stride, count, out);
+  } else if (n == 128) {
+    scores_fixed<128>(q, k, stride, count, out);
+  } else {
+    for (int64_t j = 0; j < count; ++j) out[j] = dot_avx2(q, k + j * stride, n);
+  }
+  float max = -std::numeric_limits<float>::infinity();
+  for (int64_t j = 0; j < count; ++j) {
+    out[j] *= scale;
+    max = std::max(max, out[j]);
+  }
+  return max;
+}
+
+// exp(x) of 8 floats: x = n ln2 + r, |r| <= ln2/2, exp(r) by its Taylor series to r^7 (relative
+// error < 2e-8 before rounding), times 2^n; x is clamped to [-87, 88] (2^n stays normal).
+__attribute__((target("avx2,fma"))) __m256 exp_avx2(__m256 x) {
+  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.0f)), _mm256_set1_ps(88.0f));
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                   _MM_FROUND_TO_NEAREST_INT);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), x);  // ln2, high bits
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.428606765330187045e-06f), r);  // ln2, the rest
+  __m256 p = _mm256_set1_ps(1.0f / 5040.0f);
+  for (const float c : {1.0f / 720.0f, 1.0f / 120.0f, 1.0f / 24.0f, 1.0f / 6.0f, 0.5f, 1.0f, 1.0f})
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(c));
+  const __m256i pow2n =
+      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(p, _mm256_castsi256_ps(pow2n));
+}
+
+__attribute__((target("avx2,fma"))) int64_t silu_mul_avx2(const float* gate, const float* up,
+                                                          float* out, int64_t n) {
+  int64_t i = 0;
+  const __m256 one = _mm256_set1_ps(1.0f);
+  for (; i + 8 <= n; i += 8) {
+    const __m256 g = _mm256_loadu_ps(gate + i);
+    const __m256 e = exp_avx2(_mm256_sub_ps(_mm256_setzero_ps(), g));
+    _mm256_storeu_ps(
+        out + i, _mm256_mul_ps(_mm256_div_ps(g, _mm256_add_ps(one, e)), _mm256_loadu_ps(up + i)));
+  }
+  return i;
+}
+
+__attribute__((target("avx2,fma"))) float max_avx2(const float* x, int64_t n) {
+  __m256 m = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) m = _mm256_max_ps(m, _mm256_loadu_ps(x + i));
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, m);
+  float max = lanes[0];
+  for (int k = 1; k < 8; ++k) max = std::max(max, lanes[k]);
+  for (; i < n; ++i) max = std::max(max, x[i]);
+  return max;
+}
 }  // namespace
 #endif
 
@@ -149,6 +307,13 @@ void fp32_to_fp16_row(const float* src, uint16_t* dst, int64_t n) {
 }
 
 void rms_norm(const float* x, const float* w, int64_t n, float eps, float* y) {
+#if BOLTRT_OPS_X86
+  if (have_avx2_fma()) {
+    const float mean = static_cast<float>(sum_squares_avx2(x, n) / static_cast<double>(n));
+    scale_row_avx2(x, w, 1.0f / std::sqrt(mean + eps), n, y);
+    return;
+  }
+#endif
   double sum = 0.0;
   for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i] * x[i]);
   const float mean = static_cast<float>(sum / static_cast<double>(n));
@@ -246,6 +411,30 @@ void gelu_inplace(float* x, int64_t n) {
   }
 }
 
+void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
+  int64_t i = 0;
+#if BOLTRT_OPS_X86
+  if (have_avx2_fma()) i = silu_mul_avx2(gate, up, out, n);
+#endif
+  for (; i < n; ++i) {
+    const float g = gate[i];
+    out[i] = g / (1.0f + std::exp(-g)) * up[i];
+  }
+}
+
+int64_t argmax(const float* x, int64_t n) {
+#if BOLTRT_OPS_X86
+  if (have_avx2_fma() && n > 0) {
+    // the maximum in 8 lanes, then its first position
+    const float max = max_avx2(x, n);
+    for (int64_t i = 0; i < n; ++i) {
+      if (x[i] == max) return i;
+    }
+  }
+#endif
+  return std::max_element(x, x + n) - x;
+}
+
 void softcap(float* x, int64_t n, float cap) {
   const float inv = 1.0f / cap;
   for (int64_t i = 0; i < n; ++i) x[i] = std::tanh(x[i] * inv) * cap;
@@ -300,7 +489,11 @@ void AttentionAccumulator::add(const float* q, int64_t q_pos0, const float* k, c
   const int64_t q_stride = n_head * head_dim;
   const int64_t kv_stride = n_head_kv * head_dim;
   auto run = [&](int64_t begin, int64_t end, int) {
-    std::vector<float> scores(static_cast<size_t>(n_kv));
+    // one buffer per thread, kept between calls (a verify step has ~16 attention calls)
+    thread_local std::vector<float> score_buffer;
+    if (score_buffer.size() < static_cast<size_t>(n_kv))
+      score_buffer.resize(static_cast<size_t>(n_kv));
+    float* scores = score_buffer.data();
     for (int64_t job = begin; job < end; ++job) {
       const int64_t t = job / n_head;
       const int64_t h = job % n_head;
@@ -313,10 +506,18 @@ void AttentionAccumulator::add(const float* q, int64_t q_pos0, const float* k, c
       if (j1 <= j0) continue;
       const float* qh = q + t * q_stride + h * head_dim;
       float chunk_max = -std::numeric_limits<float>::infinity();
-      for (int64_t j = j0; j < j1; ++j) {
-        const float* kj = k + j * kv_stride + kvh * head_dim;
-        scores[static_cast<size_t>(j)] = dot(qh, kj, head_dim) * scale;
-        chunk_max = std::max(chunk_max, scores[static_cast<size_t>(j)]);
+#if BOLTRT_OPS_X86
+      if (have_avx2_fma()) {
+        chunk_max = scores_avx2(qh, k + j0 * kv_stride + kvh * head_dim, kv_stride, j1 - j0,
+                                head_dim, scale, scores + j0);
+      } else
+#endif
+      {
+        for (int64_t j = j0; j < j1; ++j) {
+          const float* kj = k + j * kv_stride + kvh * head_dim;
+          scores[j] = dot(qh, kj, head_dim) * scale;
+          chunk_max = std::max(chunk_max, scores[j]);
+        }
       }
       float& max = max_[static_cast<size_t>(job)];
       double& sum = sum_[static_cast<size_t>(job)];
@@ -329,8 +530,21 @@ void AttentionAccumulator::add(const float* q, int64_t q_pos0, const float* k, c
         }
         max = chunk_max;
       }
+#if BOLTRT_OPS_X86
+      if (have_avx2_fma() && head_dim % 8 == 0) {
+        // the weights of the visible keys (std::exp: the scalar path's values, so plain
+        // decoding keeps its numbers), then one pass over V per 64 dims
+        for (int64_t j = j0; j < j1; ++j) {
+          scores[j] = std::exp(scores[j] - max);
+          sum += static_cast<double>(scores[j]);
+        }
+        weighted_sum_avx2(scores + j0, v + j0 * kv_stride + kvh * head_dim, kv_stride, j1 - j0, acc,
+                          head_dim);
+        continue;
+      }
+#endif
       for (int64_t j = j0; j < j1; ++j) {
-        const float e = std::exp(scores[static_cast<size_t>(j)] - max);
+        const float e = std::exp(scores[j] - max);
         sum += static_cast<double>(e);
         const float* vj = v + j * kv_stride + kvh * head_dim;
         for (int64_t d = 0; d < head_dim; ++d) acc[d] += e * vj[d];
@@ -341,7 +555,16 @@ void AttentionAccumulator::add(const float* q, int64_t q_pos0, const float* k, c
   // below ~64K multiply-adds a thread hand-off costs more than it saves
   const bool parallel = pool && pool->size() > 1 && jobs > 1 && jobs * n_kv * head_dim >= (1 << 16);
   if (parallel) {
-    pool->parallel_for(jobs, 1, run);
+    // Jobs from a shared counter (run_shared): a worker the OS has not scheduled is not waited
+    // for. With parallel_for a verify step's attention (8 rows x 4 heads: above the threshold,
+    // unlike a one-token step's) waited a whole time slice (~6 ms) whenever the other core was
+    // busy.
+    std::atomic<int64_t> next{0};
+    pool->run_shared([&](int thread) {
+      for (int64_t job = next.fetch_add(1); job < jobs; job = next.fetch_add(1)) {
+        run(job, job + 1, thread);
+      }
+    });
   } else {
     run(0, jobs, 0);
   }
