@@ -1,18 +1,16 @@
-// Batch invariance of matmul: at every SIMD level and for every weight type, each activation row
-// of a batched call gets bit for bit the result of a batch-1 call, whatever the batch size, the
-// other rows, the thread count or the row range. At AVX-512 the 16-row lane kernels run every
-// batch, one row included; the row kernels (AVX2, NEON, scalar) give each activation row the
-// operations of a batch-1 call. This is what makes a token's logits the same in decode, prompt
-// micro-batches, speculative verify and multi-sequence batches (test_batch_invariance.cpp).
-// Checked with exact equality on awkward shapes: row counts that are not multiples of 16 (the
-// lane kernels' row group), batches on both sides of the kernels' 8-row activation groups, and
-// row ranges that start inside a row group.
+// Small-batch matmul: below the crossover to the 16-row lane kernels (cpu::avx512_row_max_batch:
+// 4 for Q4_0 and Q4_K, 8 for Q6_K, 3 for Q8_0) the AVX-512 kernels compute every activation row
+// with exactly the arithmetic of a batch-1 call, so a batched verify of drafted tokens gives bit
+// for bit the logits of one-token decoding. Checked with exact equality against separate batch-1
+// calls on awkward shapes (row counts that are not multiples of 16, block counts that are not
+// multiples of 4, columns long enough to be cut into slices), with and without threads.
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
 #include "backend/cpu/matmul.h"
+#include "backend/cpu/matmul_internal.h"
 #include "matmul_test_util.h"
 #include "runtime/thread_pool.h"
 
@@ -25,73 +23,46 @@ using test::random_activations;
 using test::random_weights;
 using test::type_name;
 
-const GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,    GgmlType::BF16,   GgmlType::Q4_0,
-                           GgmlType::Q4_1, GgmlType::Q5_0,   GgmlType::Q5_1,   GgmlType::Q8_0,
-                           GgmlType::Q2_K, GgmlType::Q3_K,   GgmlType::Q4_K,   GgmlType::Q5_K,
-                           GgmlType::Q6_K, GgmlType::IQ4_NL, GgmlType::IQ4_XS, GgmlType::MXFP4};
-
-std::vector<SimdLevel> available_levels() {
-  std::vector<SimdLevel> levels;
-  const SimdLevel saved = simd_level();
-  for (SimdLevel l : {SimdLevel::Scalar, SimdLevel::Avx2, SimdLevel::Avx512, SimdLevel::Neon,
-                      SimdLevel::NeonDot}) {
-    set_simd_level(l);
-    if (simd_level() == l) levels.push_back(l);
-  }
-  set_simd_level(saved);
-  return levels;
-}
-
 class MatmulBatch : public ::testing::TestWithParam<GgmlType> {};
 
 TEST_P(MatmulBatch, EveryRowEqualsBatchOneBitForBit) {
   const GgmlType t = GetParam();
   const SimdLevel saved = simd_level();
+  set_simd_level(SimdLevel::Avx512);
+  if (simd_level() != SimdLevel::Avx512) {
+    set_simd_level(saved);
+    GTEST_SKIP() << "no AVX-512 VNNI on this CPU";
+  }
+  const int64_t max_batch = cpu::avx512_row_max_batch(t);
+  ASSERT_GE(max_batch, 2) << "small batches should stay on the batch-1 arithmetic";
   ThreadPool pool(3);
   uint32_t seed = 11;
-  const int64_t kMaxBatch = 17;
-  for (const SimdLevel level : available_levels()) {
-    set_simd_level(level);
-    for (const int64_t cols : {256, 768}) {
-      if (cols % matmul_block_elems(t) != 0) continue;
-      for (const int64_t rows : {1, 7, 37}) {
-        const auto data = random_weights(t, rows, cols, seed++);
-        const size_t stride =
-            static_cast<size_t>(cols / matmul_block_elems(t)) * matmul_block_bytes(t);
-        const WeightView w{t, data.data(), rows, cols, stride};
-        const auto x = random_activations(kMaxBatch * cols, seed++);
-        // batch-1 results, one activation row at a time, single thread
-        std::vector<float> single(static_cast<size_t>(rows * kMaxBatch));
-        for (int64_t b = 0; b < kMaxBatch; ++b)
-          matmul(w, x.data() + b * cols, 1, single.data() + b * rows, nullptr);
-        for (const int64_t nb : {2, 3, 4, 5, 8, 9, 16, 17}) {
-          for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
-            SCOPED_TRACE(std::string(simd_level_name(level)) + " " + type_name(t) + " rows " +
-                         std::to_string(rows) + " cols " + std::to_string(cols) + " batch " +
-                         std::to_string(nb) + (p ? " threads 3" : " threads 1"));
-            std::vector<float> y(static_cast<size_t>(rows * nb));
-            matmul(w, x.data(), nb, y.data(), p);
-            for (int64_t b = 0; b < nb; ++b) {
-              for (int64_t r = 0; r < rows; ++r) {
-                // exact equality: the same operations in the same order
-                ASSERT_EQ(y[static_cast<size_t>(b * rows + r)],
-                          single[static_cast<size_t>(b * rows + r)])
-                    << "b " << b << " r " << r;
-              }
-            }
-          }
-        }
-        // A row range starting inside a 16-row group (the model's column slices, MoE experts).
-        if (rows > 5) {
-          const int64_t r0 = 5, nb = 9;
-          std::vector<float> y(static_cast<size_t>((rows - r0) * nb));
-          matmul_rows(w, r0, rows, x.data(), nb, y.data(), &pool);
+  for (const int64_t cols : {32, 96, 256, 736, 2560, 10240}) {
+    if (cols % matmul_block_elems(t) != 0) continue;
+    for (const int64_t rows : {1, 7, 33, 255}) {
+      const auto data = random_weights(t, rows, cols, seed++);
+      const size_t stride =
+          static_cast<size_t>(cols / matmul_block_elems(t)) * matmul_block_bytes(t);
+      const WeightView w{t, data.data(), rows, cols, stride};
+      const int64_t batch = max_batch;
+      const auto x = random_activations(batch * cols, seed++);
+      // batch-1 results, one activation row at a time, single thread
+      std::vector<float> single(static_cast<size_t>(rows * batch));
+      for (int64_t b = 0; b < batch; ++b)
+        matmul(w, x.data() + b * cols, 1, single.data() + b * rows, nullptr);
+      for (int64_t nb = 2; nb <= batch; ++nb) {
+        for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+          SCOPED_TRACE(std::string(type_name(t)) + " rows " + std::to_string(rows) + " cols " +
+                       std::to_string(cols) + " batch " + std::to_string(nb) +
+                       (p ? " threads 3" : " threads 1"));
+          std::vector<float> y(static_cast<size_t>(rows * nb));
+          matmul(w, x.data(), nb, y.data(), p);
           for (int64_t b = 0; b < nb; ++b) {
-            for (int64_t r = r0; r < rows; ++r) {
-              ASSERT_EQ(y[static_cast<size_t>(b * (rows - r0) + r - r0)],
+            for (int64_t r = 0; r < rows; ++r) {
+              // exact equality: the same operations in the same order
+              ASSERT_EQ(y[static_cast<size_t>(b * rows + r)],
                         single[static_cast<size_t>(b * rows + r)])
-                  << simd_level_name(level) << " row range from " << r0 << ", b " << b << " r "
-                  << r;
+                  << "b " << b << " r " << r;
             }
           }
         }
@@ -101,7 +72,40 @@ TEST_P(MatmulBatch, EveryRowEqualsBatchOneBitForBit) {
   set_simd_level(saved);
 }
 
-INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulBatch, ::testing::ValuesIn(kTypes),
+// The AVX-512 Q8_0 small-batch kernel (gemv_avx512.cpp) keeps the arithmetic of the x86 row
+// kernel the AVX2 level runs: one-token decoding of Q8_0 models is the same bit for bit.
+TEST(MatmulBatchQ8_0, Avx512EqualsAvx2RowKernel) {
+  const SimdLevel saved = simd_level();
+  set_simd_level(SimdLevel::Avx512);
+  if (simd_level() != SimdLevel::Avx512) {
+    set_simd_level(saved);
+    GTEST_SKIP() << "no AVX-512 VNNI on this CPU";
+  }
+  const GgmlType t = GgmlType::Q8_0;
+  uint32_t seed = 5;
+  for (const int64_t cols : {32, 256, 736, 10240}) {
+    for (const int64_t rows : {1, 33}) {
+      const auto data = random_weights(t, rows, cols, seed++);
+      const WeightView w{t, data.data(), rows, cols,
+                         static_cast<size_t>(cols / 32) * matmul_block_bytes(t)};
+      const int64_t batch = cpu::avx512_row_max_batch(t);
+      const auto x = random_activations(batch * cols, seed++);
+      std::vector<float> y512(static_cast<size_t>(rows * batch)), y2(y512.size());
+      set_simd_level(SimdLevel::Avx512);
+      matmul(w, x.data(), batch, y512.data(), nullptr);
+      set_simd_level(SimdLevel::Avx2);
+      for (int64_t b = 0; b < batch; ++b)
+        matmul(w, x.data() + b * cols, 1, y2.data() + b * rows, nullptr);
+      for (size_t i = 0; i < y512.size(); ++i)
+        ASSERT_EQ(y512[i], y2[i]) << "cols " << cols << " rows " << rows << " i " << i;
+    }
+  }
+  set_simd_level(saved);
+}
+
+INSTANTIATE_TEST_SUITE_P(SmallBatchTypes, MatmulBatch,
+                         ::testing::Values(GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q8_0,
+                                           GgmlType::Q4_K, GgmlType::Q6_K),
                          [](const auto& info) { return std::string(type_name(info.param)); });
 
 }  // namespace

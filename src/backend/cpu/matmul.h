@@ -12,12 +12,13 @@
 //
 // Kernels (matmul_scalar.cpp, matmul_x86_kernels.h, matmul_avx512.cpp): the scalar reference
 // mirrors ggml's generic dot products; the AVX2 kernels take one weight row against up to 4
-// activation rows; at AVX-512, 16-row "lane" kernels (one weight row per 32-bit lane, vpdpbusd)
-// run every batch size, and the row kernels with VNNI the types without one.
-// Batch invariance: at every level an output row's arithmetic does not depend on the batch size,
-// the other activation rows, the thread count or the row range, so a token's result is bit for
-// bit the same whether it is decoded alone, in a prompt micro-batch, in a speculative verify or
-// next to other sequences (tests/test_batch_invariance.cpp, tests/test_matmul_batch.cpp).
+// activation rows; at AVX-512, 4 or more activation rows use 16-row "lane" kernels (one weight
+// row per 32-bit lane, vpdpbusd), fewer use the row kernels with VNNI, except Q4_0, Q4_K and
+// Q6_K, which have 512-bit small-batch kernels (gemv_avx512.cpp: decode's weights) up to a
+// per-type batch (4 or 8). Below the lane kernels every activation row is bit-identical to a
+// batch-1 call (cpu::avx512_row_max_batch). Results do
+// not depend on the thread count or the row range; across batch sizes they may otherwise differ
+// in the last bits.
 //
 // Threads take chunks of weight rows from a shared counter, the chunks shrinking towards the end
 // (ThreadPool::run_shared: a thread not yet scheduled is not waited for); products under ~16 KB

@@ -11,15 +11,13 @@
 // (Q4_0 +8, Q5_0 +16, Q8_0/IQ4_NL/MXFP4/IQ4_XS +128, Q6_K -32 as +32 codes); -offset *
 // sum(activation codes), computed once per call, is the start value of each block's dot product. A
 // lane's arithmetic does not depend on the other lanes, the batch or the thread split, so results
-// are identical for any batch size, thread count and row range.
-//
-// The lane kernels run every batch, one activation row included: a weight row's result is then
-// bit for bit the same in decode, prefill, a speculative verify and a multi-sequence batch
-// (tests/test_batch_invariance.cpp), and at batch 1 they are as fast as one-row kernels (decode
-// streams the weights; the transposes hide under the memory reads: E4B decode and the tiny
-// model's in-cache decode measured within noise, 2026-12-01). Types without a lane kernel use the
-// x86 row kernels (matmul_x86_kernels.h, with VNNI), which are batch-invariant by construction.
+// are identical for any batch size, thread count and row range. Below the lane kernels' batch, the
+// shared x86 row kernels (matmul_x86_kernels.h) with VNNI or the small-batch kernels of
+// gemv_avx512.cpp.
 #define BOLTRT_X86_VNNI 1
+#ifndef BOLTRT_LANE_MIN_BATCH
+#define BOLTRT_LANE_MIN_BATCH 4
+#endif
 #include <vector>
 
 // GCC 12's AVX-512 headers build some results from _mm512_undefined_* and then warn about their
@@ -1014,44 +1012,62 @@ void gemm_float_lanes(const GemmTile& t) {
   }
 }
 
+// Below this many activation rows the one-row-at-a-time kernels (matmul_x86_kernels.h, with
+// VNNI) are faster: they need no transposes and decode is bound by memory bandwidth anyway.
+// Types with a gemv_avx512.cpp kernel switch at their own batch (avx512_gemv_max_batch).
+constexpr int64_t kLaneMinBatch = BOLTRT_LANE_MIN_BATCH;
+
+template <GemmFn kLanes, GgmlType kType>
+void lanes_or_rows(const GemmTile& t) {
+  static const GemmFn rows = avx512_gemv(kType) ? avx512_gemv(kType) : x86_gemm(kType);
+  static const int64_t row_max = avx512_row_max_batch(kType);
+  (t.n_act > row_max ? kLanes : rows)(t);
+}
+
 }  // namespace
 
 namespace boltrt::cpu {
 
+// The row kernels (gemv_avx512.cpp, or matmul_x86_kernels.h with VNNI) give every activation row
+// the arithmetic of a batch-1 call, for any number of activation rows.
+int64_t avx512_row_max_batch(GgmlType type) {
+  return avx512_gemv(type) ? avx512_gemv_max_batch(type) : kLaneMinBatch - 1;
+}
+
 GemmFn avx512_gemm(GgmlType type) {
   switch (type) {
     case GgmlType::F32:
-      return &gemm_float_lanes<GgmlType::F32>;
+      return &lanes_or_rows<&gemm_float_lanes<GgmlType::F32>, GgmlType::F32>;
     case GgmlType::F16:
-      return &gemm_float_lanes<GgmlType::F16>;
+      return &lanes_or_rows<&gemm_float_lanes<GgmlType::F16>, GgmlType::F16>;
     case GgmlType::BF16:
-      return &gemm_float_lanes<GgmlType::BF16>;
+      return &lanes_or_rows<&gemm_float_lanes<GgmlType::BF16>, GgmlType::BF16>;
     case GgmlType::Q4_0:
-      return &gemm_lanes32<LaneQ4_0, false>;
+      return &lanes_or_rows<&gemm_lanes32<LaneQ4_0, false>, GgmlType::Q4_0>;
     case GgmlType::Q5_0:
-      return &gemm_lanes32<LaneQ5_0, false>;
+      return &lanes_or_rows<&gemm_lanes32<LaneQ5_0, false>, GgmlType::Q5_0>;
     case GgmlType::Q8_0:
-      return &gemm_lanes32<LaneQ8_0, false>;
+      return &lanes_or_rows<&gemm_lanes32<LaneQ8_0, false>, GgmlType::Q8_0>;
     case GgmlType::IQ4_NL:
-      return &gemm_lanes32<LaneIQ4_NL, false>;
+      return &lanes_or_rows<&gemm_lanes32<LaneIQ4_NL, false>, GgmlType::IQ4_NL>;
     case GgmlType::MXFP4:
-      return &gemm_lanes32<LaneMXFP4, false>;
+      return &lanes_or_rows<&gemm_lanes32<LaneMXFP4, false>, GgmlType::MXFP4>;
     case GgmlType::Q4_1:
-      return &gemm_lanes32<LaneQ4_1, true>;
+      return &lanes_or_rows<&gemm_lanes32<LaneQ4_1, true>, GgmlType::Q4_1>;
     case GgmlType::Q5_1:
-      return &gemm_lanes32<LaneQ5_1, true>;
+      return &lanes_or_rows<&gemm_lanes32<LaneQ5_1, true>, GgmlType::Q5_1>;
     case GgmlType::Q4_K:
-      return &gemm_q45k<false>;
+      return &lanes_or_rows<&gemm_q45k<false>, GgmlType::Q4_K>;
     case GgmlType::Q5_K:
-      return &gemm_q45k<true>;
+      return &lanes_or_rows<&gemm_q45k<true>, GgmlType::Q5_K>;
     case GgmlType::Q6_K:
-      return &gemm_q6k;
+      return &lanes_or_rows<&gemm_q6k, GgmlType::Q6_K>;
     case GgmlType::IQ4_XS:
-      return &gemm_iq4xs;
+      return &lanes_or_rows<&gemm_iq4xs, GgmlType::IQ4_XS>;
     case GgmlType::Q2_K:
-      return &gemm_q23k<false>;
+      return &lanes_or_rows<&gemm_q23k<false>, GgmlType::Q2_K>;
     case GgmlType::Q3_K:
-      return &gemm_q23k<true>;
+      return &lanes_or_rows<&gemm_q23k<true>, GgmlType::Q3_K>;
     default:
       return x86_gemm(type);
   }

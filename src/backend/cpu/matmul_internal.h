@@ -61,8 +61,15 @@ using ConvertFn = void (*)(ActFormat format, const float* x, void* dst, int64_t 
 ConvertFn activation_converter(SimdLevel level);
 void neon_convert_activation_row(ActFormat format, const float* x, void* dst,
                                  int64_t n);  // aarch64 only
-// convert_activation_row(ActFormat::Q8_K, ...) with AVX-512, bit-identical to it
-// (quantize_act_avx512.cpp).
+// AVX-512 matrix-vector kernels for small batches (gemv_avx512.cpp), or nullptr: every activation
+// row gets exactly the arithmetic of a batch-1 call (bit-identical results). They are used up to
+// avx512_gemv_max_batch(type) activation rows; larger batches go to the 16-row lane kernels.
+GemmFn avx512_gemv(GgmlType type);
+int64_t avx512_gemv_max_batch(GgmlType type);
+// At AVX-512, batches up to this many activation rows give every row bit for bit the result of a
+// batch-1 call (row kernels); larger ones use the 16-row lane kernels where the type has one.
+int64_t avx512_row_max_batch(GgmlType type);
+// convert_activation_row(ActFormat::Q8_K, ...) with AVX-512, bit-identical to it.
 void avx512_quantize_act_q8_k(const float* x, void* dst, int64_t n);
 // convert_activation_row(ActFormat::Q8_0, ...) with AVX-512, bit-identical to it.
 void avx512_quantize_act_q8_0(const float* x, void* dst, int64_t n);

@@ -119,12 +119,10 @@ struct BF16Load {
 
 // Float weights against f32 activations (already rounded for F16/BF16): 4 floats per step and
 // kAcc independent accumulators per activation row, so one row alone is not bound by the FMA
-// latency (and each lane's chain is at most n / (4 kAcc) long). kAcc is the same for every
-// batch (up to 16 accumulators in NEON's 32 registers), so a row's result does not depend on the
-// batch (matmul.h: batch invariance).
+// latency (and each lane's chain is at most n / (4 kAcc) long).
 template <typename Load, int kNb>
 void row_float(int64_t n, const uint8_t* w, const uint8_t* const* ar, float* out) {
-  constexpr int kAcc = 4;
+  constexpr int kAcc = kNb == 1 ? 4 : kNb == 2 ? 2 : 1;
   float32x4_t acc[kNb][kAcc];
   for (int b = 0; b < kNb; ++b) {
     for (int k = 0; k < kAcc; ++k) acc[b][k] = vdupq_n_f32(0.0f);

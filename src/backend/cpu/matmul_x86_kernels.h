@@ -98,7 +98,7 @@ inline uint32_t load_u32(const uint8_t* p) {
 
 // ---- float weights --------------------------------------------------------------------------
 
-// Float weights (activations are f32, already rounded for F16/BF16): 8 floats per step, 4
+// Float weights (activations are f32, already rounded for F16/BF16): 8 floats per step, kAcc
 // independent accumulators per activation row so that one row alone is not bound by the FMA
 // latency.
 struct F32Load {
@@ -129,24 +129,27 @@ struct BF16Load {
 
 template <typename Load, int kNb>
 void row_float(int64_t n, const uint8_t* w, const uint8_t* const* ar, float* out) {
-  // Each activation row takes the one-row arithmetic (the same 4 accumulators, the same order),
-  // so a row's result does not depend on the batch (matmul.h: batch invariance); the weight row
-  // comes from cache for the rows after the first.
-  constexpr int kAcc = 4;
+  constexpr int kAcc = kNb == 1 ? 4 : kNb == 2 ? 2 : 1;
+  __m256 acc[kNb][kAcc];
   for (int b = 0; b < kNb; ++b) {
-    __m256 acc[kAcc];
-    for (int k = 0; k < kAcc; ++k) acc[k] = _mm256_setzero_ps();
-    int64_t i = 0;
-    for (; i + 8 * kAcc <= n; i += 8 * kAcc) {
-      for (int k = 0; k < kAcc; ++k) {
-        acc[k] = _mm256_fmadd_ps(Load::weights(w, i + 8 * k), F32Load::weights(ar[b], i + 8 * k),
-                                 acc[k]);
-      }
+    for (int k = 0; k < kAcc; ++k) acc[b][k] = _mm256_setzero_ps();
+  }
+  int64_t i = 0;
+  for (; i + 8 * kAcc <= n; i += 8 * kAcc) {
+    for (int k = 0; k < kAcc; ++k) {
+      const __m256 wv = Load::weights(w, i + 8 * k);
+      for (int b = 0; b < kNb; ++b)
+        acc[b][k] = _mm256_fmadd_ps(wv, F32Load::weights(ar[b], i + 8 * k), acc[b][k]);
     }
-    for (; i + 8 <= n; i += 8)
-      acc[0] = _mm256_fmadd_ps(Load::weights(w, i), F32Load::weights(ar[b], i), acc[0]);
-    for (int k = 1; k < kAcc; ++k) acc[0] = _mm256_add_ps(acc[0], acc[k]);
-    float s = hsum(acc[0]);
+  }
+  for (; i + 8 <= n; i += 8) {
+    const __m256 wv = Load::weights(w, i);
+    for (int b = 0; b < kNb; ++b)
+      acc[b][0] = _mm256_fmadd_ps(wv, F32Load::weights(ar[b], i), acc[b][0]);
+  }
+  for (int b = 0; b < kNb; ++b) {
+    for (int k = 1; k < kAcc; ++k) acc[b][0] = _mm256_add_ps(acc[b][0], acc[b][k]);
+    float s = hsum(acc[b][0]);
     for (int64_t j = i; j < n; ++j) s += Load::scalar(w, j) * F32Load::scalar(ar[b], j);
     out[b] = s;
   }
