@@ -15,6 +15,7 @@
 #include "backend/cpu/ops.h"
 #include "quant/dequantize.h"
 #include "quant/quantize.h"
+#include "support/cuda_buffers.h"
 #include "support/cuda_skip.h"
 #if defined(BOLTRT_HAVE_CUDA)
 #include "backend/cuda/cuda_backend.h"
@@ -40,20 +41,8 @@ std::vector<float> random_vector(size_t n, uint32_t seed, float stddev = 1.0f) {
   return v;
 }
 
-template <typename T>
-cuda::DeviceBuffer to_device(const std::vector<T>& v) {
-  cuda::DeviceBuffer b(std::max<size_t>(1, v.size()) * sizeof(T));
-  if (!v.empty()) b.upload(v.data(), v.size() * sizeof(T));
-  return b;
-}
-
-template <typename T>
-std::vector<T> from_device(const cuda::DeviceBuffer& b, size_t n) {
-  cuda::synchronize();
-  std::vector<T> v(n);
-  b.download(v.data(), n * sizeof(T));
-  return v;
-}
+using test::from_device;
+using test::to_device;
 
 #endif
 
