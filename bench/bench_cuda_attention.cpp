@@ -20,7 +20,7 @@
 
 int main([[maybe_unused]] int argc, [[maybe_unused]] char** argv) {
 #if !defined(BOLTRT_HAVE_CUDA)
-  return bench::report_built_without_cuda("bench_cuda_attention");
+  return boltrt::bench::report_built_without_cuda("bench_cuda_attention");
 #else
   using namespace boltrt;
   const int iterations = argc > 1 ? std::atoi(argv[1]) : 200;

@@ -25,7 +25,7 @@
 
 int main([[maybe_unused]] int argc, [[maybe_unused]] char** argv) {
 #if !defined(BOLTRT_HAVE_CUDA)
-  return bench::report_built_without_cuda("bench_cuda_moe");
+  return boltrt::bench::report_built_without_cuda("bench_cuda_moe");
 #else
   using namespace boltrt;
   const int iterations = argc > 1 ? std::atoi(argv[1]) : 50;
