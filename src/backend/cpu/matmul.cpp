@@ -193,6 +193,7 @@ void matmul_rows(const WeightView& w, int64_t row_begin, int64_t row_end, const 
     tile.n_act = batch;
     tile.y = y + r0;
     tile.y_stride = n_rows;
+    tile.matrix_bytes = static_cast<double>(w.rows) * static_cast<double>(w.row_stride);
     gemm(tile);
   };
   // Small products are not worth waking the pool (decode has many 2560 x 256-row slices).

@@ -15,10 +15,11 @@
 // activation rows; at AVX-512, 4 or more activation rows use 16-row "lane" kernels (one weight
 // row per 32-bit lane, vpdpbusd), fewer use the row kernels with VNNI, except Q4_0, Q4_K and
 // Q6_K, which have 512-bit small-batch kernels (gemv_avx512.cpp: decode's weights) up to a
-// per-type batch (4 or 8). Below the lane kernels every activation row is bit-identical to a
-// batch-1 call (cpu::avx512_row_max_batch). Results do
-// not depend on the thread count or the row range; across batch sizes they may otherwise differ
-// in the last bits.
+// per-type batch (4 or 8); Q8_0 has the same bits at every batch size for matrices of up to
+// 1 MB (the tiny model's) and up to 8 rows for larger ones (see gemm_q8_0). Up to
+// cpu::avx512_row_max_batch rows every activation row is bit-identical to a batch-1 call.
+// Results do not depend on the thread count or the row range; across batch sizes beyond that
+// they may differ in the last bits.
 //
 // Threads take chunks of weight rows from a shared counter, the chunks shrinking towards the end
 // (ThreadPool::run_shared: a thread not yet scheduled is not waited for); products under ~16 KB

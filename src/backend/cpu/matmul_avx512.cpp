@@ -429,6 +429,183 @@ void gemm_lanes32(const GemmTile& t) {
       });
 }
 
+// ---- Q8_0: the same bits at every batch size -------------------------------------------------
+// For matrices that stay in the caches (the tiny model's), one to kQ8_0RowsMaxBatch activation
+// rows (decode, short verify batches) get the lane kernel's arithmetic: per row, the block's
+// exact int32 dot S_i and acc = fma(float(S_i), d_i * dy_i, acc) over the blocks in order from 0
+// (lanes32_compute). Here without the 16-row transposes: a zmm holds the 32 codes of rows j and
+// j + 4 (or 8 + j and 12 + j), vpdpbusd of the +128 codes against the activation block in both
+// halves gives 8 partial sums per row, and a reduction tree (two unpack levels and one 128-bit
+// lane shuffle) turns the 8 vectors into the 16 rows' block sums in natural order; the +128
+// offset comes out as the start value -128 * sum(activation codes). On the tiny model's 256-
+// column matrices one token takes 0.080 ms instead of the row kernel's 0.094.
+constexpr int64_t kQ8_0RowsMaxBatch = 3;
+
+// Sum of the 8 partials of each row, rows in natural order (see above): p[j] holds rows j | j+4
+// for j < 4 and 8+(j-4) | 12+(j-4) for j >= 4, each as two 128-bit lanes of 4 partials.
+inline __m512i q8_0_reduce_rows(const __m512i* p) {
+  __m512i s[4], v[2];
+  for (int k = 0; k < 4; ++k) {
+    const __m512i a = p[2 * k], b = p[2 * k + 1];
+    s[k] = _mm512_add_epi32(_mm512_unpacklo_epi32(a, b), _mm512_unpackhi_epi32(a, b));
+  }
+  for (int k = 0; k < 2; ++k) {
+    const __m512i a = s[2 * k], b = s[2 * k + 1];
+    v[k] = _mm512_add_epi32(_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b));
+  }
+  return _mm512_add_epi32(_mm512_shuffle_i32x4(v[0], v[1], 0x88),
+                          _mm512_shuffle_i32x4(v[0], v[1], 0xdd));
+}
+
+template <int kNb>
+void q8_0_rows_group(const GemmTile& t, const RowGroup& g, int64_t r0, const ActBlockTerms& terms) {
+  static constexpr int kRow[8][2] = {{0, 4},  {1, 5},  {2, 6},   {3, 7},
+                                     {8, 12}, {9, 13}, {10, 14}, {11, 15}};
+  const int64_t nblk = t.cols / 32;
+  const __m512i flip = _mm512_set1_epi8(-128);
+  __m512 acc[kNb];
+  BOLTRT_UNROLL
+  for (int b = 0; b < kNb; ++b) acc[b] = _mm512_setzero_ps();
+  for (int64_t i = 0; i < nblk; ++i) {
+    const size_t o = static_cast<size_t>(i) * 34;
+    __m512i w[8];
+    for (int j = 0; j < 8; ++j) {
+      const __m256i lo =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(g.rows[kRow[j][0]] + o + 2));
+      const __m256i hi =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(g.rows[kRow[j][1]] + o + 2));
+      w[j] = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1), flip);
+    }
+    const __m512 d = gather_f16(g, o);
+    BOLTRT_UNROLL
+    for (int b = 0; b < kNb; ++b) {
+      const uint8_t* blk = t.a + b * t.a_stride + o;
+      const __m512i a =
+          _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2)));
+      __m512i part[8];
+      for (int j = 0; j < 8; ++j) part[j] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[j], a);
+      const auto k = static_cast<size_t>(b * nblk + i);
+      const __m512i sum =
+          _mm512_add_epi32(q8_0_reduce_rows(part), _mm512_set1_epi32(terms.start[k]));
+      acc[b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum),
+                               _mm512_mul_ps(d, _mm512_set1_ps(terms.dy[k])), acc[b]);
+    }
+  }
+  BOLTRT_UNROLL
+  for (int b = 0; b < kNb; ++b) store_rows(t, b, r0, g.mask, acc[b]);
+}
+
+void gemm_q8_0_rows(const GemmTile& t) {
+  thread_local ActBlockTerms terms;
+  act_block_terms<false>(t, LaneQ8_0::kOffset, terms);
+  for (int64_t r0 = 0; r0 < t.n_rows; r0 += 16) {
+    const RowGroup g = row_group(t, r0);
+    if (t.n_act == 3) {
+      q8_0_rows_group<3>(t, g, r0, terms);
+    } else if (t.n_act == 2) {
+      q8_0_rows_group<2>(t, g, r0, terms);
+    } else {
+      q8_0_rows_group<1>(t, g, r0, terms);
+    }
+  }
+}
+
+// The same bits from 4 to kQ8_0ExactMaxBatch activation rows for matrices above
+// kQ8_0CachedBytes, whose decode runs the x86 row kernel's arithmetic (gemv_avx512.cpp
+// q8_0_row; sequential rows stream from memory at ~30 GB/s per core, where the 16 strided rows
+// of gemm_q8_0_rows reach ~24): per block, 8 int32 partial dots of 4 codes each (lane k: codes
+// 4k..4k+3), each converted and added by one fma with the float dx * dy into its own float lane;
+// at the end ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)). Here the 8 partials of 16 weight
+// rows are the 8 dpbusd results the lane decoder already gives (word q of the block, +128
+// codes, the offset taken out by the start value -128 * sum of those 4 activation codes), each
+// with its own accumulator: 8 conversions and fmas per block and activation row instead of 1
+// (2560->10240, 2 threads: 4 rows 1.27x, 8 rows 1.65x the fast lane kernel's time; 16 rows would
+// be 2x, so multi-sequence steps of 9+ rows keep the fast kernel).
+constexpr int64_t kQ8_0ExactMaxBatch = 8;
+constexpr double kQ8_0CachedBytes = 1 << 20;
+
+// Per activation row and block: the 8 start values -128 * (sum of codes 4q..4q+3).
+void q8_0_group_starts(const GemmTile& t, std::vector<int32_t>& starts) {
+  const int64_t nblk = t.cols / 32;
+  starts.resize(static_cast<size_t>(t.n_act * nblk * 8));
+  for (int64_t b = 0; b < t.n_act; ++b) {
+    for (int64_t i = 0; i < nblk; ++i) {
+      const auto* qs = reinterpret_cast<const int8_t*>(t.a + b * t.a_stride + i * 34 + 2);
+      int32_t* out = starts.data() + (b * nblk + i) * 8;
+      for (int q = 0; q < 8; ++q)
+        out[q] = -128 * (qs[4 * q] + qs[4 * q + 1] + qs[4 * q + 2] + qs[4 * q + 3]);
+    }
+  }
+}
+
+void q8_0_row_arith_compute(const GemmTile& t, const LegacyPanel* panel, int64_t r0, __mmask16 mask,
+                            const ActBlockTerms& terms, const std::vector<int32_t>& starts,
+                            const RowGroup* pf) {
+  const int64_t nblk = t.cols / 32;
+  for (int64_t b = 0; b < t.n_act; ++b) {
+    const uint8_t* act = t.a + b * t.a_stride;
+    __m512 acc[8];
+    BOLTRT_UNROLL
+    for (int q = 0; q < 8; ++q) acc[q] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < nblk; ++i) {
+      if (b == 0 && i % 8 == 0) prefetch_block<8 * 34>(pf, static_cast<size_t>(i) * 34);
+      const LegacyPanel& p = panel[i];
+      const auto k = static_cast<size_t>(b * nblk + i);
+      const __m512 scale = _mm512_mul_ps(p.d, _mm512_set1_ps(terms.dy[k]));
+      const int32_t* start = starts.data() + k * 8;
+      BOLTRT_UNROLL
+      for (int q = 0; q < 8; ++q) {
+        const __m512i s =
+            dpbusd_bcast(_mm512_set1_epi32(start[q]), p.w[q], act + i * 34 + 2 + 4 * q);
+        acc[q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), scale, acc[q]);
+      }
+    }
+    const __m512 lo = _mm512_add_ps(_mm512_add_ps(acc[0], acc[4]), _mm512_add_ps(acc[2], acc[6]));
+    const __m512 hi = _mm512_add_ps(_mm512_add_ps(acc[1], acc[5]), _mm512_add_ps(acc[3], acc[7]));
+    store_rows(t, b, r0, mask, _mm512_add_ps(lo, hi));
+  }
+}
+
+void gemm_q8_0_row_arith(const GemmTile& t) {
+  thread_local ActBlockTerms terms;
+  thread_local std::vector<int32_t> starts;
+  act_block_terms<false>(t, LaneQ8_0::kOffset, terms);
+  q8_0_group_starts(t, starts);
+  const int64_t nblk = t.cols / 32;
+  LegacyPanel* panel = panel_buffer<LegacyPanel>(static_cast<size_t>(nblk));
+  for (int64_t r0 = 0; r0 < t.n_rows; r0 += 16) {
+    const RowGroup g = row_group(t, r0);
+    const bool has_next = r0 + 16 < t.n_rows;
+    RowGroup next;
+    if (has_next) next = row_group(t, r0 + 16);
+    for (int64_t i = 0; i < nblk; ++i) {
+      LegacyPanel& p = panel[i];
+      p.m = _mm512_setzero_ps();
+      LaneQ8_0::decode(g, static_cast<size_t>(i) * 34, p.w, p.d, p.m);
+    }
+    q8_0_row_arith_compute(t, panel, r0, g.mask, terms, starts, has_next ? &next : nullptr);
+  }
+}
+
+// Q8_0 at AVX-512. Every row of a batch of up to kQ8_0ExactMaxBatch activation rows (a verify
+// batch of a block-8 draft, a small multi-sequence step) has the bits of a one-token call:
+//   matrices that stay in the caches (<= kQ8_0CachedBytes: the tiny model's): the lane
+//     arithmetic at every batch size (gemm_q8_0_rows, then the fast lane kernel), so prompts of
+//     any length agree with decoding too;
+//   larger ones (decode streams them from memory): the row kernel's arithmetic (gemv_q8_0 up to
+//     3 rows, gemm_q8_0_row_arith up to 8), the fast lane kernel above.
+void gemm_q8_0(const GemmTile& t) {
+  static const GemmFn gemv = avx512_gemv(GgmlType::Q8_0);
+  static const int64_t gemv_max = avx512_gemv_max_batch(GgmlType::Q8_0);
+  if (t.matrix_bytes <= kQ8_0CachedBytes) {
+    if (t.n_act <= kQ8_0RowsMaxBatch) return gemm_q8_0_rows(t);
+    return gemm_lanes32<LaneQ8_0, false>(t);
+  }
+  if (t.n_act <= gemv_max) return gemv(t);
+  if (t.n_act <= kQ8_0ExactMaxBatch) return gemm_q8_0_row_arith(t);
+  gemm_lanes32<LaneQ8_0, false>(t);
+}
+
 // ---- Q4_K / Q5_K ----------------------------------------------------------------------------
 // Per super-block and row: int32 sum over the 8 sub-blocks of sc_s * (codes . q8), then
 // d*dy * that - dmin*dy * sum_s m_s * bsum32_s (the mins through the Q8_K bsums).
@@ -1020,7 +1197,8 @@ constexpr int64_t kLaneMinBatch = BOLTRT_LANE_MIN_BATCH;
 template <GemmFn kLanes, GgmlType kType>
 void lanes_or_rows(const GemmTile& t) {
   static const GemmFn rows = avx512_gemv(kType) ? avx512_gemv(kType) : x86_gemm(kType);
-  static const int64_t row_max = avx512_row_max_batch(kType);
+  static const int64_t row_max =
+      avx512_gemv(kType) ? avx512_gemv_max_batch(kType) : kLaneMinBatch - 1;
   (t.n_act > row_max ? kLanes : rows)(t);
 }
 
@@ -1031,6 +1209,7 @@ namespace boltrt::cpu {
 // The row kernels (gemv_avx512.cpp, or matmul_x86_kernels.h with VNNI) give every activation row
 // the arithmetic of a batch-1 call, for any number of activation rows.
 int64_t avx512_row_max_batch(GgmlType type) {
+  if (type == GgmlType::Q8_0) return kQ8_0ExactMaxBatch;  // gemm_q8_0
   return avx512_gemv(type) ? avx512_gemv_max_batch(type) : kLaneMinBatch - 1;
 }
 
@@ -1047,7 +1226,7 @@ GemmFn avx512_gemm(GgmlType type) {
     case GgmlType::Q5_0:
       return &lanes_or_rows<&gemm_lanes32<LaneQ5_0, false>, GgmlType::Q5_0>;
     case GgmlType::Q8_0:
-      return &lanes_or_rows<&gemm_lanes32<LaneQ8_0, false>, GgmlType::Q8_0>;
+      return &gemm_q8_0;
     case GgmlType::IQ4_NL:
       return &lanes_or_rows<&gemm_lanes32<LaneIQ4_NL, false>, GgmlType::IQ4_NL>;
     case GgmlType::MXFP4:

@@ -45,6 +45,9 @@ struct GemmTile {
   int64_t n_act = 0;
   float* y = nullptr;
   int64_t y_stride = 0;  // floats between output rows (one per activation row)
+  // Bytes of the whole weight matrix the tile belongs to: whether it stays in the caches
+  // between calls (a kernel may prefetch only what comes from memory).
+  double matrix_bytes = 0;
 };
 using GemmFn = void (*)(const GemmTile& tile);
 
@@ -67,7 +70,8 @@ void neon_convert_activation_row(ActFormat format, const float* x, void* dst,
 GemmFn avx512_gemv(GgmlType type);
 int64_t avx512_gemv_max_batch(GgmlType type);
 // At AVX-512, batches up to this many activation rows give every row bit for bit the result of a
-// batch-1 call (row kernels); larger ones use the 16-row lane kernels where the type has one.
+// batch-1 call (row kernels, or for Q8_0 a lane kernel with their arithmetic); larger ones use
+// the 16-row lane kernels where the type has one.
 int64_t avx512_row_max_batch(GgmlType type);
 // convert_activation_row(ActFormat::Q8_K, ...) with AVX-512, bit-identical to it.
 void avx512_quantize_act_q8_k(const float* x, void* dst, int64_t n);
