@@ -9,10 +9,14 @@
 //                     [--draft-vocab N (reduced draft head)] [--draft-type f32|q8_0|q4_K|...]
 //                     [--adaptive (the default length policy instead of block - 1 every round)]
 //                     [--block-scale S (0.03; 1 = the usual synthetic weights)]
+//                     [-r REPEATS (1)]
 //
-// Prints one line per alpha: tokens/s, mean acceptance length, speed-up over plain.
+// Prints one line per alpha: tokens/s, mean acceptance length, speed-up over plain. Each
+// drafted run is paired with a plain run made right before it (the host's speed can drift by
+// tens of percent over a minute), and with -r the median over the pairs is printed.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -34,6 +38,11 @@
 namespace {
 
 using namespace boltrt;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
 
 std::vector<double> parse_list(const std::string& text) {
   std::vector<double> out;
@@ -102,6 +111,7 @@ int main(int argc, char** argv) {
   std::string draft_type = "f32";
   bool adaptive = false;
   int threads = 1;
+  int repeats = 1;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -135,6 +145,8 @@ int main(int argc, char** argv) {
       block_scale = std::stod(next());
     else if (a == "--alpha")
       alphas = next();
+    else if (a == "-r")
+      repeats = std::max(1, std::stoi(next()));
     else {
       fmt::print(stderr, "bench_speculative: unknown argument {}\n", a);
       return 1;
@@ -209,9 +221,20 @@ int main(int argc, char** argv) {
       // users get, which also drafts less or not at all when drafting does not pay.
       spec_opt.adaptive = adaptive;
       SpeculativeGenerator spec(session, forced, vocab, greedy, spec_opt);
-      t0 = std::chrono::steady_clock::now();
-      const SpeculativeResult r = spec.generate(prompt, go);
-      const double s = seconds_since(t0);
+      std::vector<double> plain_runs, drafted_runs, ratios;
+      SpeculativeResult r;
+      for (int rep = 0; rep < repeats; ++rep) {
+        plain.reset();
+        t0 = std::chrono::steady_clock::now();
+        const GenerationResult p = plain.generate(prompt, go);
+        const double tps_plain = static_cast<double>(p.tokens.size()) / seconds_since(t0);
+        t0 = std::chrono::steady_clock::now();
+        r = spec.generate(prompt, go);
+        const double tps = static_cast<double>(r.generation.tokens.size()) / seconds_since(t0);
+        plain_runs.push_back(tps_plain);
+        drafted_runs.push_back(tps);
+        ratios.push_back(tps / tps_plain);
+      }
       if (r.generation.tokens != ref.tokens) {
         // Verify batches of more rows than the kernels' bit-identical range (matmul.h) round in
         // the last bits differently from one-row steps; a random-weight model has near ties, so
@@ -224,10 +247,11 @@ int main(int argc, char** argv) {
         fmt::print("alpha {:.2f}: note: tokens differ from plain from token {} on (a near tie)\n",
                    alpha, at);
       }
-      const double tps = static_cast<double>(r.generation.tokens.size()) / s;
-      fmt::print("alpha {:.2f}: {:.1f} tokens/s, tau {:.2f}, accepted {:.1f}%, speed-up {:.2f}x\n",
-                 alpha, tps, r.speculative.mean_acceptance_length(),
-                 100.0 * r.speculative.acceptance_rate(), tps / plain_tps);
+      fmt::print(
+          "alpha {:.2f}: {:.1f} tokens/s (plain {:.1f} just before), tau {:.2f}, accepted "
+          "{:.1f}%, speed-up {:.2f}x\n",
+          alpha, median(drafted_runs), median(plain_runs), r.speculative.mean_acceptance_length(),
+          100.0 * r.speculative.acceptance_rate(), median(ratios));
     }
   } catch (const std::exception& e) {
     fmt::print(stderr, "bench_speculative: error: {}\n", e.what());
