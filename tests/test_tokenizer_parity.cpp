@@ -59,8 +59,9 @@ const std::vector<std::string>& corpus(uint64_t* hash, std::string* error) {
   static uint64_t corpus_hash = 0;
   static std::string failure;
   if (strings.empty() && failure.empty()) {
-    const std::string out = test::binary_dir() + "/test-data/tokenizer-corpus.bin";
-    fs::create_directories(fs::path(out).parent_path());
+    // Private to this process: ctest runs the vocabularies' tests at once, and a file shared by
+    // them was rewritten by one while another read it (an ASan CI run failed on a truncated read).
+    const std::string out = test::scratch_dir("tokenizer-corpus") + "/tokenizer-corpus.bin";
     std::string log;
     const int rc = test::run_command(
         "python3 " + test::source_dir() + "/tests/data/tokenizer/make_corpus.py " + out, &log);
