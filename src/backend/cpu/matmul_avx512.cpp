@@ -573,18 +573,19 @@ void gemm_q8_0_row_arith(const GemmTile& t) {
   q8_0_group_starts(t, starts);
   const int64_t nblk = t.cols / 32;
   LegacyPanel* panel = panel_buffer<LegacyPanel>(static_cast<size_t>(nblk));
-  for (int64_t r0 = 0; r0 < t.n_rows; r0 += 16) {
-    const RowGroup g = row_group(t, r0);
-    const bool has_next = r0 + 16 < t.n_rows;
-    RowGroup next;
-    if (has_next) next = row_group(t, r0 + 16);
-    for (int64_t i = 0; i < nblk; ++i) {
-      LegacyPanel& p = panel[i];
-      p.m = _mm512_setzero_ps();
-      LaneQ8_0::decode(g, static_cast<size_t>(i) * 34, p.w, p.d, p.m);
-    }
-    q8_0_row_arith_compute(t, panel, r0, g.mask, terms, starts, has_next ? &next : nullptr);
-  }
+  // (n_act <= 8: for_groups makes one compute call per 16-row group)
+  for_groups(
+      t,
+      [&](const RowGroup& g) {
+        for (int64_t i = 0; i < nblk; ++i) {
+          LegacyPanel& p = panel[i];
+          p.m = _mm512_setzero_ps();
+          LaneQ8_0::decode(g, static_cast<size_t>(i) * 34, p.w, p.d, p.m);
+        }
+      },
+      [&](auto, int64_t r0, int64_t, __mmask16 mask, const RowGroup* pf) {
+        q8_0_row_arith_compute(t, panel, r0, mask, terms, starts, pf);
+      });
 }
 
 // Q8_0 at AVX-512. Every row of a batch of up to kQ8_0ExactMaxBatch activation rows (a verify
@@ -1194,11 +1195,15 @@ void gemm_float_lanes(const GemmTile& t) {
 // Types with a gemv_avx512.cpp kernel switch at their own batch (avx512_gemv_max_batch).
 constexpr int64_t kLaneMinBatch = BOLTRT_LANE_MIN_BATCH;
 
+// The most activation rows the row kernels (gemv_avx512.cpp or matmul_x86_kernels.h) take.
+int64_t row_kernel_max_batch(GgmlType type) {
+  return avx512_gemv(type) ? avx512_gemv_max_batch(type) : kLaneMinBatch - 1;
+}
+
 template <GemmFn kLanes, GgmlType kType>
 void lanes_or_rows(const GemmTile& t) {
   static const GemmFn rows = avx512_gemv(kType) ? avx512_gemv(kType) : x86_gemm(kType);
-  static const int64_t row_max =
-      avx512_gemv(kType) ? avx512_gemv_max_batch(kType) : kLaneMinBatch - 1;
+  static const int64_t row_max = row_kernel_max_batch(kType);
   (t.n_act > row_max ? kLanes : rows)(t);
 }
 
@@ -1210,7 +1215,7 @@ namespace boltrt::cpu {
 // the arithmetic of a batch-1 call, for any number of activation rows.
 int64_t avx512_row_max_batch(GgmlType type) {
   if (type == GgmlType::Q8_0) return kQ8_0ExactMaxBatch;  // gemm_q8_0
-  return avx512_gemv(type) ? avx512_gemv_max_batch(type) : kLaneMinBatch - 1;
+  return row_kernel_max_batch(type);
 }
 
 GemmFn avx512_gemm(GgmlType type) {
