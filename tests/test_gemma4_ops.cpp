@@ -9,6 +9,7 @@
 #include <random>
 #include <vector>
 
+#include "backend/cpu/matmul.h"
 #include "backend/cpu/ops.h"
 #include "runtime/thread_pool.h"
 
@@ -345,6 +346,61 @@ TEST(Attention, ChunkedKeysEqualOnePass) {
     std::vector<float> out(q.size());
     acc.finish(out.data());
     for (size_t i = 0; i < out.size(); ++i) EXPECT_NEAR(out[i], ref[i], 2e-5) << i;
+  }
+}
+
+// Each query row gets the same bits alone as in a batch of rows (decode = speculative verify =
+// prefill), with or without threads, at every head size the kernels special-case.
+TEST(Attention, RowsOfABatchEqualOneTokenCallsBitForBit) {
+  ThreadPool pool(2);
+  struct Case {
+    int64_t n_tokens, q_pos0, n_kv, H, Hkv, hd, window;
+  };
+  for (const Case& c : {Case{8, 292, 300, 4, 1, 128, 0}, Case{8, 292, 300, 4, 1, 64, 128},
+                        Case{5, 60, 65, 8, 2, 256, 0}, Case{3, 20, 23, 4, 2, 24, 0},
+                        Case{9, 31, 40, 4, 2, 48, 16}, Case{16, 100, 116, 8, 1, 512, 0}}) {
+    auto q = random_vector(static_cast<size_t>(c.n_tokens * c.H * c.hd), 31, 2.0f);
+    auto k = random_vector(static_cast<size_t>(c.n_kv * c.Hkv * c.hd), 32, 2.0f);
+    auto v = random_vector(static_cast<size_t>(c.n_kv * c.Hkv * c.hd), 33);
+    const int64_t row = c.H * c.hd;
+    for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+      std::vector<float> batch(q.size());
+      attention(q.data(), c.n_tokens, c.q_pos0, k.data(), v.data(), c.n_kv, 0, c.H, c.Hkv, c.hd,
+                c.window, 0.125f, batch.data(), p);
+      for (int64_t t = 0; t < c.n_tokens; ++t) {
+        std::vector<float> one(static_cast<size_t>(row));
+        attention(q.data() + t * row, 1, c.q_pos0 + t, k.data(), v.data(), c.n_kv, 0, c.H, c.Hkv,
+                  c.hd, c.window, 0.125f, one.data(), nullptr);
+        ASSERT_EQ(0, std::memcmp(one.data(), batch.data() + t * row, one.size() * sizeof(float)))
+            << "hd " << c.hd << " row " << t;
+      }
+    }
+  }
+}
+
+// The AVX-512 kernels have the AVX2 kernels' arithmetic: the same bits at either level.
+TEST(Attention, Avx512EqualsAvx2BitForBit) {
+  const SimdLevel best = simd_level();
+  if (best != SimdLevel::Avx512) GTEST_SKIP() << "no AVX-512 on this CPU: nothing to compare";
+  struct Case {
+    int64_t n_tokens, q_pos0, n_kv, H, Hkv, hd, window;
+  };
+  for (const Case& c :
+       {Case{1, 299, 300, 4, 1, 128, 0}, Case{8, 292, 300, 4, 1, 128, 0},
+        Case{7, 200, 207, 4, 2, 64, 128}, Case{4, 9, 13, 8, 2, 256, 0},
+        Case{2, 40, 42, 8, 1, 512, 0}, Case{3, 10, 13, 2, 1, 80, 0}, Case{5, 3, 8, 2, 2, 16, 4}}) {
+    auto q = random_vector(static_cast<size_t>(c.n_tokens * c.H * c.hd), 41, 2.0f);
+    auto k = random_vector(static_cast<size_t>(c.n_kv * c.Hkv * c.hd), 42, 2.0f);
+    auto v = random_vector(static_cast<size_t>(c.n_kv * c.Hkv * c.hd), 43);
+    std::vector<float> wide(q.size()), narrow(q.size());
+    attention(q.data(), c.n_tokens, c.q_pos0, k.data(), v.data(), c.n_kv, 0, c.H, c.Hkv, c.hd,
+              c.window, 0.09f, wide.data(), nullptr);
+    set_simd_level(SimdLevel::Avx2);
+    attention(q.data(), c.n_tokens, c.q_pos0, k.data(), v.data(), c.n_kv, 0, c.H, c.Hkv, c.hd,
+              c.window, 0.09f, narrow.data(), nullptr);
+    set_simd_level(best);
+    ASSERT_EQ(0, std::memcmp(wide.data(), narrow.data(), wide.size() * sizeof(float)))
+        << "hd " << c.hd;
   }
 }
 

@@ -10,7 +10,9 @@
 #include <numeric>
 #include <vector>
 
+#include "backend/cpu/attention_kernels.h"
 #include "backend/cpu/cpu_features.h"
+#include "backend/cpu/matmul.h"
 #include "runtime/thread_pool.h"
 
 #if defined(__x86_64__)
@@ -214,26 +216,6 @@ __attribute__((target("avx2,fma"))) void scores_fixed(const float* q, const floa
     dot2_fixed<kN>(qv, k + j * stride, k + j * stride, pair);
     out[j] = pair[0];
   }
-}
-
-// out[j] = dot(q, k_j) * scale for the keys k_j = k + j * stride, j < count, with dot_avx2's
-// arithmetic (head sizes 64 and 128 with q kept in registers); returns the maximum.
-__attribute__((target("avx2,fma"))) float scores_avx2(const float* q, const float* k,
-                                                      int64_t stride, int64_t count, int64_t n,
-                                                      float scale, float* out) {
-  if (n == 64) {
-    scores_fixed<64>(q, k, stride, count, out);
-  } else if (n == 128) {
-    scores_fixed<128>(q, k, stride, count, out);
-  } else {
-    for (int64_t j = 0; j < count; ++j) out[j] = dot_avx2(q, k + j * stride, n);
-  }
-  float max = -std::numeric_limits<float>::infinity();
-  for (int64_t j = 0; j < count; ++j) {
-    out[j] *= scale;
-    max = std::max(max, out[j]);
-  }
-  return max;
 }
 
 // exp(x) of 8 floats: x = n ln2 + r, |r| <= ln2/2, exp(r) by its Taylor series to r^7 (relative
@@ -595,47 +577,175 @@ void AttentionAccumulator::begin(int64_t n_tokens, int64_t n_head, int64_t head_
   acc_.assign(jobs * static_cast<size_t>(head_dim), 0.0f);
 }
 
+namespace {
+
+// The three passes of attention over one run of keys, at the best level the CPU (and
+// simd_level(), for tests) allows. Each level has one arithmetic per (query, key) dot product
+// and per output element, whatever the blocking, batching or threading around it, so a query
+// row gets the same bits alone as in a batch (decode = verify = prefill).
+struct AttentionKernels {
+  bool vector = false;  // AVX2 (or AVX-512) softmax weights and weighted sum
+  bool avx512 = false;  // AVX-512 dots and weighted sums (head_dim a multiple of 16)
+  bool avx2_dots = false;
+
+  explicit AttentionKernels(int64_t head_dim) {
+#if BOLTRT_OPS_X86
+    avx2_dots = have_avx2_fma();
+    vector = avx2_dots && head_dim % 8 == 0;
+    avx512 = vector && head_dim % 16 == 0 && simd_level() == SimdLevel::Avx512;
+#else
+    (void)head_dim;
+#endif
+  }
+
+  // out[j] = q . k_j (unscaled), j < count
+  void dots(const float* q, const float* k, int64_t stride, int64_t count, int64_t head_dim,
+            float* out) const {
+#if BOLTRT_OPS_X86
+    if (avx512) return detail::attention_dots_avx512(q, k, stride, count, head_dim, out);
+    if (avx2_dots) {
+      if (head_dim == 64) return scores_fixed<64>(q, k, stride, count, out);
+      if (head_dim == 128) return scores_fixed<128>(q, k, stride, count, out);
+      for (int64_t j = 0; j < count; ++j) out[j] = dot_avx2(q, k + j * stride, head_dim);
+      return;
+    }
+#endif
+    for (int64_t j = 0; j < count; ++j) out[j] = dot(q, k + j * stride, head_dim);
+  }
+
+  // s[j] = exp(s[j] - max), returning the sum of the weights (in double)
+  double weights(float* s, int64_t n, float max) const {
+#if BOLTRT_OPS_X86
+    // exp in double, 4 at a time: within rounding of std::exp
+    if (vector) return softmax_weights_avx2(s, n, max);
+#endif
+    double sum = 0.0;
+    for (int64_t j = 0; j < n; ++j) {
+      s[j] = std::exp(s[j] - max);
+      sum += static_cast<double>(s[j]);
+    }
+    return sum;
+  }
+
+  // acc[d] += sum_j e[j] * v_j[d]; with e1/acc1, a second query over the same keys
+  void weighted_sum(const float* e, const float* e1, const float* v, int64_t stride, int64_t count,
+                    float* acc, float* acc1, int64_t head_dim) const {
+#if BOLTRT_OPS_X86
+    if (avx512) {
+      if (e1) {
+        return detail::attention_weighted_sum_pair_avx512(e, e1, v, stride, count, acc, acc1,
+                                                          head_dim);
+      }
+      return detail::attention_weighted_sum_avx512(e, v, stride, count, acc, head_dim);
+    }
+    if (vector) {
+      weighted_sum_avx2(e, v, stride, count, acc, head_dim);
+      if (e1) weighted_sum_avx2(e1, v, stride, count, acc1, head_dim);
+      return;
+    }
+#endif
+    for (const auto& [w, a] : {std::pair{e, acc}, std::pair{e1, acc1}}) {
+      if (!w) continue;
+      for (int64_t j = 0; j < count; ++j) {
+        const float* vj = v + j * stride;
+        for (int64_t d = 0; d < head_dim; ++d) a[d] += w[j] * vj[d];
+      }
+    }
+  }
+};
+
+}  // namespace
+
+// The jobs (token t, query head h) that read one KV head form units: a unit walks its keys in
+// blocks small enough to stay in L1 (K for the dot products, then V for the weighted sums)
+// while every job of the unit uses them, instead of each job streaming all keys from L2. A
+// one-token step of a GQA model shares each key among its query heads; a verify or prefill
+// batch among all its rows too.
 void AttentionAccumulator::add(const float* q, int64_t q_pos0, const float* k, const float* v,
                                int64_t n_kv, int64_t kv_pos0, int64_t n_head_kv, int64_t window,
                                float scale, ThreadPool* pool) {
-  const int64_t n_head = n_head_, head_dim = head_dim_;
+  const int64_t n_head = n_head_, head_dim = head_dim_, n_tokens = n_tokens_;
   const int64_t group = n_head / n_head_kv;
   const int64_t q_stride = n_head * head_dim;
   const int64_t kv_stride = n_head_kv * head_dim;
-  auto run = [&](int64_t begin, int64_t end, int) {
-    // one buffer per thread, kept between calls (a verify step has ~16 attention calls)
+  const AttentionKernels kern(head_dim);
+  // ~16 KB of keys per block, a multiple of 8 keys (the AVX-512 dot kernel's step)
+  const int64_t block = std::max<int64_t>(8, (16384 / (head_dim * 4)) / 8 * 8);
+
+  // Units: KV head x a run of tokens x a run of the KV head's query heads; at most ~64 jobs
+  // (their scores stay small), and with threads enough units to share.
+  const int64_t jobs = n_tokens * n_head;
+  // below ~64K multiply-adds a thread hand-off costs more than it saves
+  const bool parallel = pool && pool->size() > 1 && jobs > 1 && jobs * n_kv * head_dim >= (1 << 16);
+  int64_t unit_tokens = std::clamp<int64_t>(64 / group, 1, n_tokens);
+  int64_t unit_heads = group;
+  auto ceil_div = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
+  if (parallel) {
+    const int64_t want = 2 * pool->size();
+    while (unit_tokens > 1 && n_head_kv * ceil_div(n_tokens, unit_tokens) < want) {
+      unit_tokens = ceil_div(unit_tokens, 2);
+    }
+    const int64_t units = n_head_kv * ceil_div(n_tokens, unit_tokens);
+    if (units < want) unit_heads = std::max<int64_t>(1, group * units / want);
+  }
+  const int64_t token_runs = ceil_div(n_tokens, unit_tokens);
+  const int64_t head_runs = ceil_div(group, unit_heads);
+  const int64_t n_units = n_head_kv * token_runs * head_runs;
+
+  struct Job {
+    int64_t id, j0, j1;  // (token, head) index; visible key rows [j0, j1) of this chunk
+    float* s;            // scores, then weights, of rows j0 .. j1 - 1 (s[j])
+  };
+  auto run_unit = [&](int64_t unit) {
+    const int64_t kvh = unit / (token_runs * head_runs);
+    const int64_t t_begin = (unit / head_runs) % token_runs * unit_tokens;
+    const int64_t t_end = std::min(n_tokens, t_begin + unit_tokens);
+    const int64_t h_begin = kvh * group + unit % head_runs * unit_heads;
+    const int64_t h_end = std::min((kvh + 1) * group, h_begin + unit_heads);
+    // per thread, kept between calls (a verify step has ~16 attention calls)
     thread_local std::vector<float> score_buffer;
-    if (score_buffer.size() < static_cast<size_t>(n_kv))
-      score_buffer.resize(static_cast<size_t>(n_kv));
-    float* scores = score_buffer.data();
-    for (int64_t job = begin; job < end; ++job) {
-      const int64_t t = job / n_head;
-      const int64_t h = job % n_head;
-      const int64_t kvh = h / group;
+    thread_local std::vector<Job> unit_jobs;
+    unit_jobs.clear();
+    int64_t lo = n_kv, hi = 0;
+    for (int64_t t = t_begin; t < t_end; ++t) {
       const int64_t pos = q_pos0 + t;
-      // visible key rows [j0, j1) of this chunk
-      const int64_t lo = window > 0 ? pos - window + 1 : 0;
-      const int64_t j0 = std::max<int64_t>(0, lo - kv_pos0);
+      const int64_t first = window > 0 ? pos - window + 1 : 0;
+      const int64_t j0 = std::max<int64_t>(0, first - kv_pos0);
       const int64_t j1 = std::min<int64_t>(n_kv, pos - kv_pos0 + 1);
       if (j1 <= j0) continue;
-      const float* qh = q + t * q_stride + h * head_dim;
-      float chunk_max = -std::numeric_limits<float>::infinity();
-#if BOLTRT_OPS_X86
-      if (have_avx2_fma()) {
-        chunk_max = scores_avx2(qh, k + j0 * kv_stride + kvh * head_dim, kv_stride, j1 - j0,
-                                head_dim, scale, scores + j0);
-      } else
-#endif
-      {
-        for (int64_t j = j0; j < j1; ++j) {
-          const float* kj = k + j * kv_stride + kvh * head_dim;
-          scores[j] = dot(qh, kj, head_dim) * scale;
-          chunk_max = std::max(chunk_max, scores[j]);
-        }
+      for (int64_t h = h_begin; h < h_end; ++h) unit_jobs.push_back({t * n_head + h, j0, j1, {}});
+      lo = std::min(lo, j0);
+      hi = std::max(hi, j1);
+    }
+    if (unit_jobs.empty()) return;
+    const size_t need = unit_jobs.size() * static_cast<size_t>(n_kv);
+    if (score_buffer.size() < need) score_buffer.resize(need);
+    for (size_t i = 0; i < unit_jobs.size(); ++i) {
+      unit_jobs[i].s = score_buffer.data() + i * static_cast<size_t>(n_kv);
+    }
+    const float* k_head = k + kvh * head_dim;
+    const float* v_head = v + kvh * head_dim;
+
+    // 1. dot products, a block of keys at a time for every job
+    for (int64_t b = lo; b < hi; b += block) {
+      const int64_t e = std::min(hi, b + block);
+      for (const Job& job : unit_jobs) {
+        const int64_t r0 = std::max(job.j0, b), r1 = std::min(job.j1, e);
+        if (r0 >= r1) continue;
+        kern.dots(q + job.id / n_head * q_stride + job.id % n_head * head_dim,
+                  k_head + r0 * kv_stride, kv_stride, r1 - r0, head_dim, job.s + r0);
       }
-      float& max = max_[static_cast<size_t>(job)];
-      double& sum = sum_[static_cast<size_t>(job)];
-      float* acc = acc_.data() + job * head_dim;
+    }
+    // 2. per job: scale, maximum, rescale of earlier chunks, softmax weights
+    for (const Job& job : unit_jobs) {
+      float chunk_max = -std::numeric_limits<float>::infinity();
+      for (int64_t j = job.j0; j < job.j1; ++j) {
+        job.s[j] *= scale;
+        chunk_max = std::max(chunk_max, job.s[j]);
+      }
+      float& max = max_[static_cast<size_t>(job.id)];
+      double& sum = sum_[static_cast<size_t>(job.id)];
+      float* acc = acc_.data() + job.id * head_dim;
       if (chunk_max > max) {  // rescale what earlier chunks added
         if (sum > 0.0) {
           const float c = std::exp(max - chunk_max);
@@ -644,40 +754,37 @@ void AttentionAccumulator::add(const float* q, int64_t q_pos0, const float* k, c
         }
         max = chunk_max;
       }
-#if BOLTRT_OPS_X86
-      if (have_avx2_fma() && head_dim % 8 == 0) {
-        // the weights of the visible keys (exp in double, 4 at a time: within rounding of
-        // std::exp), then one pass over V per 64 dims
-        sum += softmax_weights_avx2(scores + j0, j1 - j0, max);
-        weighted_sum_avx2(scores + j0, v + j0 * kv_stride + kvh * head_dim, kv_stride, j1 - j0, acc,
-                          head_dim);
-        continue;
-      }
-#endif
-      for (int64_t j = j0; j < j1; ++j) {
-        const float e = std::exp(scores[j] - max);
-        sum += static_cast<double>(e);
-        const float* vj = v + j * kv_stride + kvh * head_dim;
-        for (int64_t d = 0; d < head_dim; ++d) acc[d] += e * vj[d];
+      sum += kern.weights(job.s + job.j0, job.j1 - job.j0, max);
+    }
+    // 3. weighted sums of the values, a block of keys at a time; neighbouring jobs with the
+    //    same visible keys (the query heads of one token) in pairs
+    for (int64_t b = lo; b < hi; b += block) {
+      const int64_t e = std::min(hi, b + block);
+      for (size_t i = 0; i < unit_jobs.size(); ++i) {
+        const Job& job = unit_jobs[i];
+        const int64_t r0 = std::max(job.j0, b), r1 = std::min(job.j1, e);
+        if (r0 >= r1) continue;
+        const Job* pair = i + 1 < unit_jobs.size() && unit_jobs[i + 1].j0 == job.j0 &&
+                                  unit_jobs[i + 1].j1 == job.j1
+                              ? &unit_jobs[i + 1]
+                              : nullptr;
+        kern.weighted_sum(job.s + r0, pair ? pair->s + r0 : nullptr, v_head + r0 * kv_stride,
+                          kv_stride, r1 - r0, acc_.data() + job.id * head_dim,
+                          pair ? acc_.data() + pair->id * head_dim : nullptr, head_dim);
+        if (pair) ++i;
       }
     }
   };
-  const int64_t jobs = n_tokens_ * n_head;
-  // below ~64K multiply-adds a thread hand-off costs more than it saves
-  const bool parallel = pool && pool->size() > 1 && jobs > 1 && jobs * n_kv * head_dim >= (1 << 16);
-  if (parallel) {
-    // Jobs from a shared counter (run_shared): a worker the OS has not scheduled is not waited
-    // for. With parallel_for a verify step's attention (8 rows x 4 heads: above the threshold,
-    // unlike a one-token step's) waited a whole time slice (~6 ms) whenever the other core was
-    // busy.
+  if (parallel && n_units > 1) {
+    // Units from a shared counter (run_shared): a worker the OS has not scheduled is not waited
+    // for. With parallel_for a verify step's attention waited a whole time slice (~6 ms)
+    // whenever the other core was busy.
     std::atomic<int64_t> next{0};
-    pool->run_shared([&](int thread) {
-      for (int64_t job = next.fetch_add(1); job < jobs; job = next.fetch_add(1)) {
-        run(job, job + 1, thread);
-      }
+    pool->run_shared([&](int) {
+      for (int64_t u = next.fetch_add(1); u < n_units; u = next.fetch_add(1)) run_unit(u);
     });
   } else {
-    run(0, jobs, 0);
+    for (int64_t u = 0; u < n_units; ++u) run_unit(u);
   }
 }
 
