@@ -6,10 +6,12 @@
 // speed-up a draft can give (tokens per step / cost per step).
 //
 //   bench_verify [--synth e4b|tiny|...] [--layers N] [--type q4_k_m|f32|...] [-t THREADS]
-//                [--ctx N] [--max-batch B] [-r REPS] [--model FILE]
+//                [--ctx N] [--max-batch B] [-r REPS] [--model FILE] [--draft DFLASH.gguf]
 //
 // For each b = 1..B prints ms per step (median of REPS steps, each at position --ctx after a
-// prefill, rolled back after the step) and the ratio to b = 1.
+// prefill, rolled back after the step) and the ratio to b = 1. With --draft, also the cost of a
+// DFlash proposal of n = 1..B-1 tokens at the same position (the draft's context holds the
+// prompt's taps), and of injecting one round's accepted rows into its context.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -21,6 +23,8 @@
 #include <utility>
 #include <vector>
 
+#include "generate/speculative.h"
+#include "model/dflash.h"
 #include "model/gemma4.h"
 #include "model/gemma4_synth.h"
 #include "runtime/session.h"
@@ -39,7 +43,7 @@ double median(std::vector<double> v) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string preset = "e4b", type = "q4_k_m", model_path;
+  std::string preset = "e4b", type = "q4_k_m", model_path, draft_path;
   int64_t layers = 0, ctx = 256, max_batch = 8;
   int threads = 1, reps = 7;
   for (int i = 1; i < argc; ++i) {
@@ -59,6 +63,8 @@ int main(int argc, char** argv) {
       type = next();
     else if (a == "--model")
       model_path = next();
+    else if (a == "--draft")
+      draft_path = next();
     else if (a == "-t")
       threads = std::stoi(next());
     else if (a == "--ctx")
@@ -93,7 +99,15 @@ int main(int argc, char** argv) {
     std::vector<int32_t> prompt(static_cast<size_t>(ctx));
     for (int64_t i = 0; i < ctx; ++i)
       prompt[static_cast<size_t>(i)] = static_cast<int32_t>((i * 7919 + 13) % config.n_vocab);
+    std::unique_ptr<DFlashDraft> draft;
+    std::unique_ptr<DFlashDrafter> drafter;
+    if (!draft_path.empty()) {
+      draft = DFlashDraft::load(draft_path, *target);
+      drafter = std::make_unique<DFlashDrafter>(*draft, &pool);
+      session.set_tap_layers(drafter->tap_layers());
+    }
     session.decode(prompt);
+    if (drafter) drafter->add_context(prompt, session.taps().data());
 
     fmt::print("{} {} ({} layers, D {}, vocab {}), {} threads, verify at position {}\n",
                model_path.substr(model_path.find_last_of('/') + 1), dir.empty() ? "" : type,
@@ -146,6 +160,39 @@ int main(int argc, char** argv) {
         if (b == 1) one = m;
         fmt::print("| {} | {} | {:.3f} | {:.2f} |\n", b, name, m, m / one);
       }
+    }
+    if (drafter) {
+      // one proposal of n tokens after the prompt (the drafter's context is left as it was)
+      auto time_ms = [&](auto&& run) {
+        run();  // warm-up
+        std::vector<double> ms;
+        for (int r = 0; r < reps; ++r) {
+          const auto t0 = std::chrono::steady_clock::now();
+          run();
+          ms.push_back(
+              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                  .count());
+        }
+        return median(ms);
+      };
+      fmt::print("\n| draft tokens | ms per proposal | x one-token step |\n|---:|---:|---:|\n");
+      std::vector<int32_t> out(static_cast<size_t>(max_batch));
+      for (int64_t n = 1; n < max_batch && n <= drafter->max_draft(); ++n) {
+        const double m = time_ms([&] { drafter->propose(5, n, out.data()); });
+        fmt::print("| {} | {:.3f} | {:.2f} |\n", n, m, m / one);
+      }
+      // a round's accepted rows into the draft context: inject, then roll back
+      const int64_t rows = std::min<int64_t>(max_batch, ctx);
+      const std::span<const int32_t> tail(prompt.data() + ctx - rows, static_cast<size_t>(rows));
+      const float* tail_taps =
+          session.taps().data() +
+          (ctx - rows) * static_cast<int64_t>(drafter->tap_layers().size()) * config.n_embd;
+      const double m = time_ms([&] {
+        drafter->rollback(ctx - rows);
+        drafter->add_context(tail, tail_taps);
+        drafter->kv();  // the lazy injection runs now
+      });
+      fmt::print("| inject {} rows | {:.3f} | {:.2f} |\n", rows, m, m / one);
     }
     if (!dir.empty()) std::filesystem::remove_all(dir);
   } catch (const std::exception& e) {

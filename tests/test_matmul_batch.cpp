@@ -7,6 +7,7 @@
 // threads.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
@@ -105,6 +106,61 @@ TEST(MatmulBatchQ8_0, CachedMatricesEveryBatchSizeLargerOnesEqualTheAvx2RowKerne
     for (size_t i = 0; i < y.size(); ++i)
       ASSERT_EQ(y[i], single[i]) << "cols " << cols << " rows " << rows << " i " << i;
   }
+  set_simd_level(saved);
+}
+
+// LanePacks' pre-transposed copy of a cached Q8_0 matrix gives the unpacked kernels' bits at
+// every batch size, row range and thread count; matrices it must not pack (over 1 MB, other
+// types) are left alone.
+TEST(MatmulBatchQ8_0, LanePacksEqualTheUnpackedKernelsBitForBit) {
+  const SimdLevel saved = simd_level();
+  set_simd_level(SimdLevel::Avx512);
+  if (simd_level() != SimdLevel::Avx512) {
+    set_simd_level(saved);
+    GTEST_SKIP() << "no AVX-512 VNNI on this CPU";
+  }
+  const GgmlType t = GgmlType::Q8_0;
+  ThreadPool pool(3);
+  uint32_t seed = 77;
+  LanePacks packs;
+  for (const auto& [cols, rows] :
+       {std::pair<int64_t, int64_t>{32, 1}, {256, 31}, {256, 1920}, {512, 256}, {1024, 100}}) {
+    const auto data = random_weights(t, rows, cols, seed++);
+    const size_t stride = static_cast<size_t>(cols / 32) * matmul_block_bytes(t);
+    const WeightView plain{t, data.data(), rows, cols, stride};
+    WeightView packed = plain;
+    packs.pack(packed);
+    ASSERT_NE(packed.lanes, nullptr) << "cols " << cols << " rows " << rows;
+    const int64_t batch = 19;
+    const auto x = random_activations(batch * cols, seed++);
+    for (int64_t nb : {1, 2, 3, 4, 7, 8, 9, 19}) {
+      for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+        std::vector<float> want(static_cast<size_t>(rows * nb)), got(want.size());
+        matmul(plain, x.data(), nb, want.data(), p);
+        matmul(packed, x.data(), nb, got.data(), p);
+        ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)))
+            << "cols " << cols << " rows " << rows << " batch " << nb;
+      }
+    }
+    // row ranges: whole groups use the copy, others the raw rows; the same bits either way
+    for (const auto& [r0, r1] : {std::pair<int64_t, int64_t>{0, rows}, {16, rows}, {3, rows}}) {
+      if (r0 >= r1) continue;
+      std::vector<float> want(static_cast<size_t>((r1 - r0) * 3)), got(want.size());
+      matmul_rows(plain, r0, r1, x.data(), 3, want.data(), nullptr);
+      matmul_rows(packed, r0, r1, x.data(), 3, got.data(), nullptr);
+      ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)))
+          << "rows " << r0 << ".." << r1;
+    }
+  }
+  // not packed: over 1 MB, or not Q8_0
+  const auto big = random_weights(t, 1400, 736, seed++);
+  WeightView w{t, big.data(), 1400, 736, static_cast<size_t>(736 / 32) * matmul_block_bytes(t)};
+  packs.pack(w);
+  EXPECT_EQ(w.lanes, nullptr);
+  const auto q4 = random_weights(GgmlType::Q4_0, 64, 256, seed++);
+  WeightView w4{GgmlType::Q4_0, q4.data(), 64, 256, 8 * matmul_block_bytes(GgmlType::Q4_0)};
+  packs.pack(w4);
+  EXPECT_EQ(w4.lanes, nullptr);
   set_simd_level(saved);
 }
 

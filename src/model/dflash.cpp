@@ -113,8 +113,8 @@ namespace {
 
 class Binder {
  public:
-  Binder(const gguf::File& file, std::vector<std::vector<float>>& converted)
-      : file_(file), converted_(converted) {}
+  Binder(const gguf::File& file, std::vector<std::vector<float>>& converted, LanePacks& packs)
+      : file_(file), converted_(converted), packs_(packs) {}
 
   const gguf::TensorInfo* get(const std::string& name, int64_t ne0, int64_t ne1,
                               bool required) const {
@@ -149,6 +149,7 @@ class Binder {
     Matrix m;
     if (const gguf::TensorInfo* t = get(base + ".weight", in, out, required)) {
       m.w = view(*t);
+      packs_.pack(m.w);
       if (const gguf::TensorInfo* s = get(base + ".scale", 1, 1, false)) m.scale = to_f32(*s)[0];
     }
     return m;
@@ -168,6 +169,7 @@ class Binder {
  private:
   const gguf::File& file_;
   std::vector<std::vector<float>>& converted_;
+  LanePacks& packs_;
 };
 
 }  // namespace
@@ -209,7 +211,7 @@ DFlashDraft::DFlashDraft(std::unique_ptr<gguf::File> file, const Gemma4Model& ta
          t.n_vocab);
   }
 
-  Binder bind(*file_, converted_);
+  Binder bind(*file_, converted_, lane_packs_);
   fc_ = bind.matrix("fc", c.n_taps() * D, D, true);
   hidden_norm_ = bind.vector("enc.output_norm.weight", D);
   output_norm_ = bind.vector("output_norm.weight", D);
@@ -241,14 +243,12 @@ DFlashDraft::DFlashDraft(std::unique_ptr<gguf::File> file, const Gemma4Model& ta
     fail("{}: a draft with d2t (reduced vocabulary) needs its own 'output.weight'", path);
   }
   const gguf::File& tf = target.file();
-  Binder target_bind(tf, converted_);
+  Binder target_bind(tf, converted_, lane_packs_);
   if (!token_embd_.data) {
     token_embd_ = target_bind.view(*target_bind.get("token_embd.weight", D, t.n_vocab, true));
   }
-  if (!output_.present()) {
-    output_ = target_bind.matrix("output", D, t.n_vocab, false);
-    if (!output_.present()) output_.w = token_embd_;
-  }
+  // the target's head (its output.weight, or its tied token_embd), with the target's packed copy
+  if (!output_.present()) output_ = target.output();
 
   const int64_t q_dim = c.n_head * c.head_dim;
   const int64_t kv_dim = c.n_head_kv * c.head_dim;

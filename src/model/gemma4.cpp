@@ -195,8 +195,8 @@ namespace {
 
 class TensorBinder {
  public:
-  TensorBinder(const gguf::File& file, std::vector<std::vector<float>>& converted)
-      : file_(file), converted_(converted) {}
+  TensorBinder(const gguf::File& file, std::vector<std::vector<float>>& converted, LanePacks& packs)
+      : file_(file), converted_(converted), packs_(packs) {}
 
   const gguf::TensorInfo* find(const std::string& name) const { return file_.find_tensor(name); }
 
@@ -239,6 +239,7 @@ class TensorBinder {
     Matrix m;
     if (const gguf::TensorInfo* t = get(base + ".weight", {in, out}, required)) {
       m.w = view(*t);
+      packs_.pack(m.w);
       if (!with_scale2) return m;
       if (const gguf::TensorInfo* s = get(base + ".scale", {1}, false)) m.scale = to_f32(*s)[0];
     }
@@ -280,6 +281,7 @@ class TensorBinder {
  private:
   const gguf::File& file_;
   std::vector<std::vector<float>>& converted_;
+  LanePacks& packs_;
 };
 
 }  // namespace
@@ -293,12 +295,15 @@ Gemma4Model::~Gemma4Model() = default;
 Gemma4Model::Gemma4Model(std::unique_ptr<gguf::File> file) : file_(std::move(file)) {
   config_ = Gemma4Config::from_gguf(*file_);
   const Gemma4Config& c = config_;
-  const TensorBinder bind(*file_, converted_);
+  const TensorBinder bind(*file_, converted_, lane_packs_);
   const int64_t D = c.n_embd, V = c.n_vocab, L = c.n_layer, P = c.n_embd_per_layer;
 
   token_embd_ = bind.view(*bind.get("token_embd.weight", {D, V}, true));
   output_ = bind.matrix("output", D, V, false);
-  if (!output_.present()) output_.w = token_embd_;  // tied head
+  if (!output_.present()) {  // tied head
+    output_.w = token_embd_;
+    lane_packs_.pack(output_.w);
+  }
   output_norm_ = bind.vector("output_norm.weight", D, true);
   if (P > 0) {
     per_layer_token_embd_ = bind.view(*bind.get("per_layer_token_embd.weight", {P * L, V}, true));

@@ -75,6 +75,7 @@ struct ExpertMatrices {
   WeightView expert(int64_t e) const {
     WeightView v = first;
     v.data = static_cast<const uint8_t*>(first.data) + static_cast<size_t>(e) * expert_stride;
+    v.lanes = nullptr;  // (experts are never packed; a packed copy would be expert 0's)
     return v;
   }
 };
@@ -192,6 +193,7 @@ class Gemma4Model {
   std::unique_ptr<gguf::File> file_;
   Gemma4Config config_;
   std::vector<std::vector<float>> converted_;  // owned f32 copies of non-f32 vectors
+  LanePacks lane_packs_;  // pre-transposed small Q8_0 matrices (WeightView::lanes)
   // global tensors
   WeightView token_embd_;            // [D, V]
   Matrix output_;                    // [D, V] (token_embd when absent: tied)

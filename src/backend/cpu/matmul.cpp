@@ -11,6 +11,7 @@
 
 #include "backend/cpu/cpu_features.h"
 #include "backend/cpu/matmul_internal.h"
+#include "quant/fp16.h"
 #include "runtime/thread_pool.h"
 #include "util/error.h"
 
@@ -179,7 +180,16 @@ void matmul_rows(const WeightView& w, int64_t row_begin, int64_t row_end, const 
     a = act_buffer.data();
   }
 
-  const cpu::GemmFn gemm = pick_kernel(level, w.type);
+  cpu::GemmFn gemm = pick_kernel(level, w.type);
+  // A pre-transposed copy (LanePacks) serves whole 16-row groups: row ranges that start on one.
+  const uint8_t* lanes = nullptr;
+#if defined(__x86_64__) || defined(_M_X64)
+  if (w.lanes && level == SimdLevel::Avx512 && w.type == GgmlType::Q8_0 && row_begin % 16 == 0) {
+    lanes = w.lanes;
+    gemm = &cpu::avx512_gemm_q8_0_lanes;
+  }
+#endif
+  const size_t lane_group_bytes = cpu::q8_0_lane_group_bytes(w.cols);
   const uint8_t* w0 = static_cast<const uint8_t*>(w.data) + row_begin * w.row_stride;
   auto run_rows = [&](int64_t r0, int64_t r1, int) {
     cpu::GemmTile tile;
@@ -194,6 +204,7 @@ void matmul_rows(const WeightView& w, int64_t row_begin, int64_t row_end, const 
     tile.y = y + r0;
     tile.y_stride = n_rows;
     tile.matrix_bytes = static_cast<double>(w.rows) * static_cast<double>(w.row_stride);
+    if (lanes) tile.lanes = lanes + static_cast<size_t>((row_begin + r0) / 16) * lane_group_bytes;
     gemm(tile);
   };
   // Small products are not worth waking the pool (decode has many 2560 x 256-row slices).
@@ -231,6 +242,59 @@ void matmul_rows(const WeightView& w, int64_t row_begin, int64_t row_end, const 
       }
     }
   });
+}
+
+// ---------------------------------------------------------------------------------------------
+// LanePacks
+// ---------------------------------------------------------------------------------------------
+
+LanePacks::LanePacks() = default;
+LanePacks::~LanePacks() = default;
+
+void LanePacks::Free::operator()(uint8_t* p) const {
+  std::free(p);
+}
+
+void LanePacks::pack(WeightView& w) {
+  // The same bound below which gemm_q8_0 gives every batch size the lane kernel's arithmetic
+  // (matmul_avx512.cpp), so packed and unpacked calls agree bit for bit.
+  constexpr size_t kMaxBytes = size_t{1} << 20;
+  w.lanes = nullptr;
+  if (simd_level() != SimdLevel::Avx512 || w.type != GgmlType::Q8_0 || !w.data || w.rows <= 0 ||
+      w.cols <= 0 || w.cols % 32 != 0 || static_cast<size_t>(w.rows) * w.row_stride > kMaxBytes) {
+    return;
+  }
+  const int64_t nblk = w.cols / 32, groups = (w.rows + 15) / 16;
+  const size_t group_bytes = cpu::q8_0_lane_group_bytes(w.cols);
+  const size_t total = static_cast<size_t>(groups) * group_bytes;
+  std::unique_ptr<uint8_t, Free> buffer(static_cast<uint8_t*>(std::aligned_alloc(64, total)));
+  if (!buffer) fail("out of memory packing a {} x {} Q8_0 matrix", w.rows, w.cols);
+  const auto* src = static_cast<const uint8_t*>(w.data);
+  for (int64_t g = 0; g < groups; ++g) {
+    for (int64_t i = 0; i < nblk; ++i) {
+      uint8_t* out = buffer.get() + static_cast<size_t>(g) * group_bytes +
+                     static_cast<size_t>(i) * cpu::kQ8_0LaneBlockBytes;
+      for (int64_t r = 0; r < 16; ++r) {
+        // lanes past the last row repeat it (their results are never stored)
+        const int64_t row = std::min(g * 16 + r, w.rows - 1);
+        const uint8_t* blk = src + static_cast<size_t>(row) * w.row_stride +
+                             static_cast<size_t>(i) * sizeof(BlockQ8_0);
+        for (int q = 0; q < 8; ++q) {  // codes + 128 (u8 for vpdpbusd), 4 at a time
+          uint32_t word;
+          std::memcpy(&word, blk + 2 + 4 * q, sizeof word);
+          word ^= 0x80808080u;
+          std::memcpy(out + q * 64 + r * 4, &word, sizeof word);
+        }
+        uint16_t d;
+        std::memcpy(&d, blk, sizeof d);
+        const float scale = fp16_to_fp32(d);
+        std::memcpy(out + 8 * 64 + r * 4, &scale, sizeof scale);
+      }
+    }
+  }
+  w.lanes = buffer.get();
+  bytes_ += total;
+  buffers_.push_back(std::move(buffer));
 }
 
 }  // namespace boltrt

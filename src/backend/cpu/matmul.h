@@ -28,6 +28,8 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <vector>
 
 #include "quant/ggml_type.h"
 
@@ -41,6 +43,35 @@ struct WeightView {
   int64_t rows = 0;
   int64_t cols = 0;
   size_t row_stride = 0;  // bytes between rows (row_size(type, cols) when packed)
+  // The same matrix pre-transposed by LanePacks for the AVX-512 Q8_0 lane kernel, or null. Only
+  // a view of a whole matrix may carry it: a view moved to other rows (an expert of a stack)
+  // must drop it.
+  const uint8_t* lanes = nullptr;
+};
+
+// Pre-transposed copies of the Q8_0 matrices that stay in the CPU caches (at most 1 MB: the tiny
+// model's, a DFlash draft's), for the AVX-512 lane kernel: 16 rows per group, per 32-column block
+// the +128 codes as 8 zmm words (word q, lane r = codes 4q..4q+3 of row r) and the 16 scales as
+// f32 (576 bytes). The kernel then runs the arithmetic it has on the raw rows, bit for bit,
+// without transposing the same bytes again on every call (the transposes were most of a small
+// matrix's time). Owned by the model whose matrices they copy.
+class LanePacks {
+ public:
+  LanePacks();
+  ~LanePacks();
+  LanePacks(const LanePacks&) = delete;
+  LanePacks& operator=(const LanePacks&) = delete;
+  // Sets w.lanes to a packed copy when the AVX-512 level is in use and w is a Q8_0 matrix of at
+  // most 1 MB; leaves w alone otherwise.
+  void pack(WeightView& w);
+  size_t bytes() const { return bytes_; }
+
+ private:
+  struct Free {
+    void operator()(uint8_t* p) const;
+  };
+  std::vector<std::unique_ptr<uint8_t, Free>> buffers_;
+  size_t bytes_ = 0;
 };
 
 // Neon is plain Advanced SIMD (every aarch64 CPU), NeonDot adds the dot-product extension.

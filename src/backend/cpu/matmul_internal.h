@@ -48,7 +48,17 @@ struct GemmTile {
   // Bytes of the whole weight matrix the tile belongs to: whether it stays in the caches
   // between calls (a kernel may prefetch only what comes from memory).
   double matrix_bytes = 0;
+  // The tile's first 16-row group in LanePacks' layout (Q8_0 at AVX-512), or null.
+  const uint8_t* lanes = nullptr;
 };
+
+// LanePacks' layout: bytes of one 32-column block of a 16-row group, and of a whole group.
+constexpr size_t kQ8_0LaneBlockBytes = 8 * 64 + 16 * 4;
+inline size_t q8_0_lane_group_bytes(int64_t cols) {
+  return static_cast<size_t>(cols / 32) * kQ8_0LaneBlockBytes;
+}
+// Q8_0 tiles with GemmTile::lanes set (matmul_avx512.cpp): the lane kernel's arithmetic.
+void avx512_gemm_q8_0_lanes(const GemmTile& tile);
 using GemmFn = void (*)(const GemmTile& tile);
 
 // The tile function for `type` at this level, or nullptr where the level has no kernel for it
