@@ -556,21 +556,26 @@ TEST(DraftLengthPolicy, FollowsAcceptanceAndFallsBackToPlainSteps) {
   policy.observe_acceptance(1, 1);
   EXPECT_GE(policy.next(), 1);
 
-  // timed: plain steps until one is measured (the first is not counted), then drafting costed
-  // from it until drafting rounds are measured; poor acceptance at a measured cost: plain
+  // timed: plain steps until one is measured (the first three, cold, are not counted), then
+  // drafting costed from it until drafting rounds are measured; poor acceptance at a measured
+  // cost: plain
   o.timed = true;
   policy.reset(o);
-  EXPECT_EQ(policy.next(), 0);
-  policy.observe_cost(0, 5e-3);
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(policy.next(), 0);
+    policy.observe_cost(0, 5e-3);
+  }
   EXPECT_EQ(policy.next(), 0);
   policy.observe_cost(0, 1e-3);
   EXPECT_DOUBLE_EQ(policy.cost(0), 1e-3);
   EXPECT_DOUBLE_EQ(policy.cost(2), 2e-3);  // 1 + n/2 plain steps
   n = policy.next();
-  EXPECT_EQ(n, 2);               // acceptance 0.7: 2.19 tokens per 2 ms
-  policy.observe_cost(n, 9e-3);  // the first drafting round is not counted
-  policy.observe_acceptance(n, n);
-  n = policy.next();
+  EXPECT_EQ(n, 2);  // acceptance 0.7: 2.19 tokens per 2 ms
+  for (int r = 0; r < 3; ++r) {
+    policy.observe_cost(n, 9e-3);  // the first three drafting rounds are not counted
+    policy.observe_acceptance(n, n);
+    n = policy.next();
+  }
   EXPECT_GE(n, 2);
   policy.observe_cost(n, 1e-3 * (1 + 0.5 * static_cast<double>(n)));
   EXPECT_NEAR(policy.cost(1), 1.5e-3, 1e-12);  // the line through the plain step and length n
@@ -578,6 +583,37 @@ TEST(DraftLengthPolicy, FollowsAcceptanceAndFallsBackToPlainSteps) {
   EXPECT_EQ(policy.next(), 0);  // q[1] 0.18: 1.18 tokens per 1.5 ms < 1 per 1 ms
   policy.observe_cost(0, 1.0);  // a preempted step counts at most twice the estimate
   EXPECT_DOUBLE_EQ(policy.cost(0), 1e-3 + 0.2 * 1e-3);
+}
+
+// Timed, while drafting wins: an early overestimate of long rounds (cold caches) does not lock
+// the length short. Every 5th round drafts 2 more (or fewer), every 32nd is a plain step, and
+// recent rounds outweigh old ones in the cost line, so the length climbs to where the true
+// costs put it.
+TEST(DraftLengthPolicy, TimedExploresAndRecoversFromColdEstimates) {
+  SpeculativeOptions o;
+  o.draft_max = 7;
+  DraftLengthPolicy policy;
+  policy.reset(o);
+  // true costs: a plain step 1 ms, a round of n drafts 1.6 + 0.15 n ms; every draft accepted
+  auto true_cost = [](int64_t n) { return n == 0 ? 1e-3 : 1.6e-3 + 0.15e-3 * n; };
+  std::vector<int64_t> lengths;
+  int64_t plain = 0;
+  for (int r = 0; r < 200; ++r) {
+    const int64_t n = policy.next();
+    // the first rounds of lengths 2 and 3 are cold: 8 times their cost
+    const bool cold = r < 12 && n >= 2;
+    policy.observe_cost(n, true_cost(n) * (cold ? 8.0 : 1.0));
+    if (n > 0) policy.observe_acceptance(n, n);
+    if (r >= 100) {
+      lengths.push_back(n);
+      plain += n == 0;
+    }
+  }
+  // after the first 100 rounds: mostly the longest length, some exploration, a few plain steps
+  const auto at_max = std::count(lengths.begin(), lengths.end(), int64_t{7});
+  EXPECT_GE(at_max, 70) << "rounds at length 7 of the last 100";
+  EXPECT_GE(plain, 2);
+  EXPECT_LE(plain, 4);
 }
 
 }  // namespace

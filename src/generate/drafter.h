@@ -57,10 +57,15 @@ struct SpeculativeOptions {
 // (an exponential moving average over the rounds that reached slot i), so a round of length n
 // is expected to commit E(n) = 1 + sum_{i<=n} q[1]*...*q[i] tokens (the bonus/correction token
 // included). Cost: c[n] is a moving average of the CPU time of rounds of length n (draft,
-// verify, walk, injection; n = 0: a plain step), smoothed over the lengths by a line (cost()).
-// next() picks the n maximising E(n) / c(n), n = 0 included. While plain steps win, a probe round
-// is drafted every `probe_interval` steps (doubling up to 64 while probes fail) so a draft that
-// starts to fit the text is noticed again.
+// verify, walk, injection; n = 0: a plain step), smoothed over the lengths by a line (cost())
+// in which each length weighs by its recent rounds. next() picks the n maximising E(n) / c(n),
+// n = 0 included. While plain steps win, a probe round is drafted every `probe_interval` steps
+// (doubling up to 64 while probes fail) so a draft that starts to fit the text is noticed
+// again. While drafting wins (timed), every kExploreEvery-th round drafts two tokens more or
+// fewer than the best length, and every kPlainEvery-th round is a plain step: otherwise the
+// lengths not chosen keep the costs and acceptances of the first, cold rounds (page faults,
+// empty caches), and an early overestimate of long rounds locked the tiny model's Austen text
+// (tau 6.9 at length 7) into one-token drafts at 0.8x the speed of length 7.
 class DraftLengthPolicy {
  public:
   void reset(const SpeculativeOptions& options) {
@@ -69,9 +74,11 @@ class DraftLengthPolicy {
     q_.assign(slots, kPrior);
     cost_.assign(slots, -1.0);
     count_.assign(slots, 0);
-    seen_plain_ = seen_drafting_ = false;
+    weight_.assign(slots, 0.0);
+    seen_plain_ = seen_drafting_ = 0;
     plain_steps_ = 0;
     probe_interval_ = kProbeMin;
+    drafting_rounds_ = 0;
   }
 
   // The draft length of the next round (0: a plain step).
@@ -106,6 +113,14 @@ class DraftLengthPolicy {
     if (best_rate * cost(0) >= 1.0 - kMargin) {  // drafting (about) as good as plain steps
       plain_steps_ = 0;
       probe_interval_ = kProbeMin;
+      if (!options_.timed) return best;
+      // exploration (see above): other lengths' costs and deeper slots' acceptance stay fresh
+      ++drafting_rounds_;
+      if (drafting_rounds_ % kPlainEvery == 0) return 0;
+      if (drafting_rounds_ % kExploreEvery == 0) {
+        const bool up = (drafting_rounds_ / kExploreEvery) % 2 == 1 || best <= lo;
+        return std::clamp<int64_t>(up ? best + 2 : best - 2, lo, hi);
+      }
       return best;
     }
     if (++plain_steps_ < probe_interval_) return 0;
@@ -126,12 +141,14 @@ class DraftLengthPolicy {
   // A round of length n (0: a plain step) took `seconds`.
   void observe_cost(int64_t n, double seconds) {
     if (n < 0 || n >= static_cast<int64_t>(cost_.size()) || !(seconds > 0)) return;
-    // The first drafting round and the first plain step run with cold caches and fresh
-    // buffers: not counted.
-    const bool first = n == 0 ? !seen_plain_ : !seen_drafting_;
-    (n == 0 ? seen_plain_ : seen_drafting_) = true;
+    // The first drafting rounds and plain steps run with cold caches and fresh buffers (and,
+    // timed, page faults on the first touch of each weight page): not counted.
+    int64_t& seen = n == 0 ? seen_plain_ : seen_drafting_;
+    if (++seen <= (options_.timed ? kWarmup : 1)) return;
     ++count_[static_cast<size_t>(n)];
-    if (first) return;
+    // recent rounds weigh more in the line over the lengths (cost())
+    for (double& w : weight_) w *= kWeightDecay;
+    weight_[static_cast<size_t>(n)] += 1.0;
     double& c = cost_[static_cast<size_t>(n)];
     // A round the OS preempted (shared machines) or the first one (page faults, allocations)
     // counts at most twice the running estimate.
@@ -142,7 +159,8 @@ class DraftLengthPolicy {
 
   // The cost used for a round of length n (seconds, or model units while nothing is measured).
   // Drafting rounds: a line a + b * n fitted to the measured lengths (least squares, each
-  // length weighted by its rounds up to 8, b >= 0), so one noisy length does not decide alone
+  // length weighted by its rounds up to 8, or timed by its rounds decayed by kWeightDecay per
+  // round measured since, b >= 0), so one noisy length does not decide alone
   // and unmeasured lengths are predicted from their neighbours; with one measured length m,
   // the line from the plain step to it (or b = c[m] / (m + 1) without a plain step). A plain
   // step not measured yet is taken as half the cheapest drafting round.
@@ -156,7 +174,8 @@ class DraftLengthPolicy {
     int64_t lengths = 0, last = 0;
     for (size_t m = 1; m < cost_.size(); ++m) {
       if (cost_[m] <= 0) continue;
-      const double w = static_cast<double>(std::min<int64_t>(count_[m], 8));
+      const double w = options_.timed ? std::max(weight_[m], 1e-3)
+                                      : static_cast<double>(std::min<int64_t>(count_[m], 8));
       const double x = static_cast<double>(m), y = cost_[m];
       sw += w;
       sx += w * x;
@@ -189,14 +208,20 @@ class DraftLengthPolicy {
   static constexpr int64_t kProbeMax = 64;
   static constexpr double kMargin = 0.05;        // drafting vs plain: rates this close are equal
   static constexpr double kLengthMargin = 0.10;  // between lengths: the longer one wins
+  static constexpr int64_t kWarmup = 3;          // timed: rounds of each kind not counted
+  static constexpr double kWeightDecay = 0.95;   // timed: per round, of each length's weight
+  static constexpr int64_t kExploreEvery = 5;    // timed, drafting: best +- 2 every 5th round
+  static constexpr int64_t kPlainEvery = 32;     // timed, drafting: a plain step every 32nd
   SpeculativeOptions options_;
-  std::vector<double> q_;       // [slot] conditional acceptance, slot 0 unused
-  std::vector<double> cost_;    // [length] seconds per round, < 0: not measured
-  std::vector<int64_t> count_;  // [length] rounds measured
-  std::vector<double> rate_;    // next()'s scratch
-  bool seen_plain_ = false, seen_drafting_ = false;
+  std::vector<double> q_;                       // [slot] conditional acceptance, slot 0 unused
+  std::vector<double> cost_;                    // [length] seconds per round, < 0: not measured
+  std::vector<int64_t> count_;                  // [length] rounds measured
+  std::vector<double> weight_;                  // [length] recency-weighted rounds measured (timed)
+  std::vector<double> rate_;                    // next()'s scratch
+  int64_t seen_plain_ = 0, seen_drafting_ = 0;  // rounds observed, warm-up included
   int64_t plain_steps_ = 0;
   int64_t probe_interval_ = kProbeMin;
+  int64_t drafting_rounds_ = 0;  // timed: rounds where drafting won (exploration's clock)
 };
 
 // Counters of the draft/verify rounds of one generation (all zero without a drafter).
