@@ -71,6 +71,7 @@ class KvCache {
     std::vector<int64_t> cell_pos;  // window layers: the position each cell holds (-1: none)
   };
   void store_row(const float* src, uint8_t* dst, int64_t n) const;
+  // n floats (a whole number of rows) from the cell bytes at src
   void load_row(const uint8_t* src, float* dst, int64_t n) const;
 
   std::vector<Layer> layers_;
