@@ -64,13 +64,14 @@ class LanePacks {
   // Sets w.lanes to a packed copy when the AVX-512 level is in use and w is a Q8_0 matrix of at
   // most 1 MB; leaves w alone otherwise.
   void pack(WeightView& w);
-  size_t bytes() const { return bytes_; }
+  size_t bytes() const { return bytes_; }  // memory held
 
  private:
   struct Free {
     void operator()(uint8_t* p) const;
   };
-  std::vector<std::unique_ptr<uint8_t, Free>> buffers_;
+  std::vector<std::unique_ptr<uint8_t, Free>> buffers_;  // arenas; the last one is being filled
+  size_t arena_size_ = 0, arena_used_ = 0;
   size_t bytes_ = 0;
 };
 
