@@ -40,6 +40,22 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// Median milliseconds of `reps` runs after a warm-up one; `after` (untimed) follows each run.
+template <typename Run, typename After>
+double median_ms(int reps, Run&& run, After&& after) {
+  run();
+  after();
+  std::vector<double> ms;
+  for (int r = 0; r < reps; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    run();
+    ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    after();
+  }
+  return median(ms);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -128,18 +144,7 @@ int main(int argc, char** argv) {
           for (int64_t j = 0; j < head_rows; ++j) session.verify_row(j);
         }
       };
-      run();  // warm-up
-      session.rollback(ctx);
-      std::vector<double> ms;
-      for (int r = 0; r < reps; ++r) {
-        const auto t0 = std::chrono::steady_clock::now();
-        run();
-        ms.push_back(
-            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
-                .count());
-        session.rollback(ctx);
-      }
-      return median(ms);
+      return median_ms(reps, run, [&] { session.rollback(ctx); });
     };
     double one = 0;
     for (int64_t b = 1; b <= max_batch; ++b) {
@@ -163,18 +168,7 @@ int main(int argc, char** argv) {
     }
     if (drafter) {
       // one proposal of n tokens after the prompt (the drafter's context is left as it was)
-      auto time_ms = [&](auto&& run) {
-        run();  // warm-up
-        std::vector<double> ms;
-        for (int r = 0; r < reps; ++r) {
-          const auto t0 = std::chrono::steady_clock::now();
-          run();
-          ms.push_back(
-              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
-                  .count());
-        }
-        return median(ms);
-      };
+      auto time_ms = [&](auto&& run) { return median_ms(reps, run, [] {}); };
       fmt::print("\n| draft tokens | ms per proposal | x one-token step |\n|---:|---:|---:|\n");
       std::vector<int32_t> out(static_cast<size_t>(max_batch));
       for (int64_t n = 1; n < max_batch && n <= drafter->max_draft(); ++n) {

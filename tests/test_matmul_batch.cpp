@@ -28,14 +28,18 @@ using test::type_name;
 
 class MatmulBatch : public ::testing::TestWithParam<GgmlType> {};
 
+// Sets the AVX-512 level; false (the level put back to `saved`) where the CPU lacks it.
+bool switch_to_avx512(SimdLevel saved) {
+  set_simd_level(SimdLevel::Avx512);
+  if (simd_level() == SimdLevel::Avx512) return true;
+  set_simd_level(saved);
+  return false;
+}
+
 TEST_P(MatmulBatch, EveryRowEqualsBatchOneBitForBit) {
   const GgmlType t = GetParam();
   const SimdLevel saved = simd_level();
-  set_simd_level(SimdLevel::Avx512);
-  if (simd_level() != SimdLevel::Avx512) {
-    set_simd_level(saved);
-    GTEST_SKIP() << "no AVX-512 VNNI on this CPU";
-  }
+  if (!switch_to_avx512(saved)) GTEST_SKIP() << "no AVX-512 VNNI on this CPU";
   const int64_t max_batch = cpu::avx512_row_max_batch(t);
   ASSERT_GE(max_batch, 2) << "small batches should stay on the batch-1 arithmetic";
   ThreadPool pool(3);
@@ -81,11 +85,7 @@ TEST_P(MatmulBatch, EveryRowEqualsBatchOneBitForBit) {
 // rows, so their one-token decoding is the same bit for bit at the AVX2 level.
 TEST(MatmulBatchQ8_0, CachedMatricesEveryBatchSizeLargerOnesEqualTheAvx2RowKernel) {
   const SimdLevel saved = simd_level();
-  set_simd_level(SimdLevel::Avx512);
-  if (simd_level() != SimdLevel::Avx512) {
-    set_simd_level(saved);
-    GTEST_SKIP() << "no AVX-512 VNNI on this CPU";
-  }
+  if (!switch_to_avx512(saved)) GTEST_SKIP() << "no AVX-512 VNNI on this CPU";
   const GgmlType t = GgmlType::Q8_0;
   uint32_t seed = 5;
   // (cols, rows): 8.5 KB and 69 KB; then 1.09 MB and 1.39 MB
@@ -114,11 +114,7 @@ TEST(MatmulBatchQ8_0, CachedMatricesEveryBatchSizeLargerOnesEqualTheAvx2RowKerne
 // types) are left alone.
 TEST(MatmulBatchQ8_0, LanePacksEqualTheUnpackedKernelsBitForBit) {
   const SimdLevel saved = simd_level();
-  set_simd_level(SimdLevel::Avx512);
-  if (simd_level() != SimdLevel::Avx512) {
-    set_simd_level(saved);
-    GTEST_SKIP() << "no AVX-512 VNNI on this CPU";
-  }
+  if (!switch_to_avx512(saved)) GTEST_SKIP() << "no AVX-512 VNNI on this CPU";
   const GgmlType t = GgmlType::Q8_0;
   ThreadPool pool(3);
   uint32_t seed = 77;

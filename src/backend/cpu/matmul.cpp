@@ -292,6 +292,7 @@ void LanePacks::pack(WeightView& w) {
     for (int64_t i = 0; i < nblk; ++i) {
       uint8_t* out = packed + static_cast<size_t>(g) * group_bytes +
                      static_cast<size_t>(i) * cpu::kQ8_0LaneBlockBytes;
+      std::memset(out + 8 * 64 + 16 * 4, 0, 16 * 4);  // the panel's unused mins
       for (int64_t r = 0; r < 16; ++r) {
         // lanes past the last row repeat it (their results are never stored)
         const int64_t row = std::min(g * 16 + r, w.rows - 1);

@@ -52,9 +52,9 @@ struct WeightView {
 // Pre-transposed copies of the Q8_0 matrices that stay in the CPU caches (at most 1 MB: the tiny
 // model's, a DFlash draft's), for the AVX-512 lane kernel: 16 rows per group, per 32-column block
 // the +128 codes as 8 zmm words (word q, lane r = codes 4q..4q+3 of row r) and the 16 scales as
-// f32 (576 bytes). The kernel then runs the arithmetic it has on the raw rows, bit for bit,
-// without transposing the same bytes again on every call (the transposes were most of a small
-// matrix's time). Owned by the model whose matrices they copy.
+// f32, padded to the kernel's 640-byte register panel. The kernel then runs the arithmetic it has
+// on the raw rows, bit for bit, without transposing the same bytes again on every call (the
+// transposes were most of a small matrix's time). Owned by the model whose matrices they copy.
 class LanePacks {
  public:
   LanePacks();

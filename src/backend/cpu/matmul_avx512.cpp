@@ -18,6 +18,7 @@
 #ifndef BOLTRT_LANE_MIN_BATCH
 #define BOLTRT_LANE_MIN_BATCH 4
 #endif
+#include <cstddef>
 #include <vector>
 
 // GCC 12's AVX-512 headers build some results from _mm512_undefined_* and then warn about their
@@ -586,41 +587,6 @@ void gemm_q8_0_row_arith(const GemmTile& t) {
       [&](auto, int64_t r0, int64_t, __mmask16 mask, const RowGroup* pf) {
         q8_0_row_arith_compute(t, panel, r0, mask, terms, starts, pf);
       });
-}
-
-// ---- Q8_0 pre-transposed by LanePacks ----------------------------------------------------------
-// The lane kernel (lanes32_compute with LaneQ8_0) on LanePacks' copy: per 32-column block the 8
-// code words of the 16 rows and their scales are 9 aligned loads instead of load8x16's 16 loads
-// and 40 shuffles, for every call and batch size. Same operations per lane as gemm_lanes32 and
-// gemm_q8_0_rows, so the results are theirs bit for bit.
-template <int kNb>
-void q8_0_lanes_compute(const GemmTile& t, const uint8_t* group, int64_t r0, int64_t b0,
-                        __mmask16 mask, const ActBlockTerms& terms) {
-  const int64_t nblk = t.cols / 32;
-  const uint8_t* act[kNb];
-  __m512 acc[kNb];
-  BOLTRT_UNROLL
-  for (int b = 0; b < kNb; ++b) {
-    act[b] = t.a + (b0 + b) * t.a_stride;
-    acc[b] = _mm512_setzero_ps();
-  }
-  for (int64_t i = 0; i < nblk; ++i) {
-    const uint8_t* p = group + static_cast<size_t>(i) * kQ8_0LaneBlockBytes;
-    __m512i w[8];
-    for (int q = 0; q < 8; ++q) w[q] = _mm512_load_si512(p + 64 * q);
-    const __m512 d = _mm512_load_ps(p + 8 * 64);
-    BOLTRT_UNROLL
-    for (int b = 0; b < kNb; ++b) {
-      const uint8_t* blk = act[b] + i * 34;
-      const auto k = static_cast<size_t>((b0 + b) * nblk + i);
-      __m512i s = _mm512_set1_epi32(terms.start[k]);
-      for (int q = 0; q < 8; ++q) s = dpbusd_bcast(s, w[q], blk + 2 + 4 * q);
-      acc[b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(d, _mm512_set1_ps(terms.dy[k])),
-                               acc[b]);
-    }
-  }
-  BOLTRT_UNROLL
-  for (int b = 0; b < kNb; ++b) store_rows(t, b0 + b, r0, mask, acc[b]);
 }
 
 // Q8_0 at AVX-512. Every row of a batch of up to kQ8_0ExactMaxBatch activation rows (a verify
@@ -1292,6 +1258,10 @@ GemmFn avx512_gemm(GgmlType type) {
   }
 }
 
+// Q8_0 pre-transposed by LanePacks: its blocks are the LegacyPanel that LaneQ8_0::decode would
+// build on every call, so lanes32_compute runs on them directly (the same code: the same bits).
+static_assert(sizeof(LegacyPanel) == kQ8_0LaneBlockBytes && offsetof(LegacyPanel, d) == 8 * 64);
+
 void avx512_gemm_q8_0_lanes(const GemmTile& t) {
   thread_local ActBlockTerms terms;
   act_block_terms<false>(t, LaneQ8_0::kOffset, terms);
@@ -1299,10 +1269,12 @@ void avx512_gemm_q8_0_lanes(const GemmTile& t) {
   for (int64_t r0 = 0; r0 < t.n_rows; r0 += 16) {
     const int64_t n = std::min<int64_t>(16, t.n_rows - r0);
     const auto mask = static_cast<__mmask16>((1u << n) - 1);
-    const uint8_t* group = t.lanes + static_cast<size_t>(r0 / 16) * group_bytes;
+    const auto* panel =
+        reinterpret_cast<const LegacyPanel*>(t.lanes + static_cast<size_t>(r0 / 16) * group_bytes);
     for (int64_t b0 = 0; b0 < t.n_act; b0 += 8) {
       dispatch_nb(std::min<int64_t>(8, t.n_act - b0), [&](auto nb) {
-        q8_0_lanes_compute<decltype(nb)::value>(t, group, r0, b0, mask, terms);
+        lanes32_compute<LaneQ8_0, false, decltype(nb)::value>(t, panel, r0, b0, mask, terms,
+                                                              nullptr);
       });
     }
   }

@@ -52,8 +52,9 @@ struct GemmTile {
   const uint8_t* lanes = nullptr;
 };
 
-// LanePacks' layout: bytes of one 32-column block of a 16-row group, and of a whole group.
-constexpr size_t kQ8_0LaneBlockBytes = 8 * 64 + 16 * 4;
+// LanePacks' layout: bytes of one 32-column block of a 16-row group (8 code words x 16 lanes,
+// 16 f32 scales, 16 unused f32: the AVX-512 kernel's register panel), and of a whole group.
+constexpr size_t kQ8_0LaneBlockBytes = 8 * 64 + 16 * 4 + 16 * 4;
 inline size_t q8_0_lane_group_bytes(int64_t cols) {
   return static_cast<size_t>(cols / 32) * kQ8_0LaneBlockBytes;
 }
