@@ -356,9 +356,10 @@ TEST(Attention, RowsOfABatchEqualOneTokenCallsBitForBit) {
   struct Case {
     int64_t n_tokens, q_pos0, n_kv, H, Hkv, hd, window;
   };
-  for (const Case& c : {Case{8, 292, 300, 4, 1, 128, 0}, Case{8, 292, 300, 4, 1, 64, 128},
-                        Case{5, 60, 65, 8, 2, 256, 0}, Case{3, 20, 23, 4, 2, 24, 0},
-                        Case{9, 31, 40, 4, 2, 48, 16}, Case{16, 100, 116, 8, 1, 512, 0}}) {
+  for (const Case& c :
+       {Case{8, 292, 300, 4, 1, 128, 0}, Case{8, 292, 300, 4, 1, 64, 128},
+        Case{5, 60, 65, 8, 2, 256, 0}, Case{3, 20, 23, 4, 2, 24, 0}, Case{9, 31, 40, 4, 2, 48, 16},
+        Case{16, 100, 116, 8, 1, 512, 0}, Case{4, 10, 14, 3, 3, 20, 0}}) {
     auto q = random_vector(static_cast<size_t>(c.n_tokens * c.H * c.hd), 31, 2.0f);
     auto k = random_vector(static_cast<size_t>(c.n_kv * c.Hkv * c.hd), 32, 2.0f);
     auto v = random_vector(static_cast<size_t>(c.n_kv * c.Hkv * c.hd), 33);
