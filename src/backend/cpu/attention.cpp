@@ -1,0 +1,401 @@
+// Attention on the CPU (cpu::attention, cpu::AttentionAccumulator in ops.h): scores, softmax
+// weights and the weighted sum of values, per query head and row, over keys delivered in chunks.
+//
+// Work is organised so that a key is loaded once for every query that reads it: the jobs
+// (token, query head) of one KV head form units that walk the keys in L1-sized blocks together.
+// The arithmetic of each (query, key) dot product and of each output element is fixed per SIMD
+// level (scalar; AVX2; AVX-512 = AVX2 bit for bit, attention_avx512.cpp), so a query row gets
+// the same bits alone as in any batch: decode, speculative verify and prefill agree.
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <utility>
+#include <vector>
+
+#include "backend/cpu/attention_kernels.h"
+#include "backend/cpu/matmul.h"
+#include "backend/cpu/ops.h"
+#include "backend/cpu/ops_x86.h"
+#include "runtime/thread_pool.h"
+
+#if defined(__x86_64__)
+#define BOLTRT_OPS_X86 1
+#endif
+
+namespace boltrt::cpu {
+
+#if BOLTRT_OPS_X86
+namespace {
+
+using x86::exp_pd_avx2;
+using x86::have_avx2_fma;
+
+// acc[d] += sum_j e[j] * v_j[d] (v_j = v + j * stride), d < n (a multiple of 8). 64 dims at a
+// time keep 8 independent fma chains in flight (one chain per 8 dims was latency bound).
+__attribute__((target("avx2,fma"))) void weighted_sum_avx2(const float* e, const float* v,
+                                                           int64_t stride, int64_t count,
+                                                           float* acc, int64_t n) {
+  int64_t d = 0;
+  for (; d + 64 <= n; d += 64) {
+    __m256 a[8];
+    for (int k = 0; k < 8; ++k) a[k] = _mm256_loadu_ps(acc + d + 8 * k);
+    for (int64_t j = 0; j < count; ++j) {
+      const __m256 w = _mm256_set1_ps(e[j]);
+      const float* vj = v + j * stride + d;
+      for (int k = 0; k < 8; ++k) a[k] = _mm256_fmadd_ps(w, _mm256_loadu_ps(vj + 8 * k), a[k]);
+    }
+    for (int k = 0; k < 8; ++k) _mm256_storeu_ps(acc + d + 8 * k, a[k]);
+  }
+  for (; d < n; d += 8) {
+    __m256 a = _mm256_loadu_ps(acc + d);
+    for (int64_t j = 0; j < count; ++j)
+      a = _mm256_fmadd_ps(_mm256_set1_ps(e[j]), _mm256_loadu_ps(v + j * stride + d), a);
+    _mm256_storeu_ps(acc + d, a);
+  }
+}
+
+__attribute__((target("avx2,fma"))) float dot_avx2(const float* a, const float* b, int64_t n) {
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), acc1);
+  }
+  for (; i + 8 <= n; i += 8) {
+    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+  }
+  const __m256 acc = _mm256_add_ps(acc0, acc1);
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  float sum = _mm_cvtss_f32(s);
+  for (; i < n; ++i) sum += a[i] * b[i];
+  return sum;
+}
+
+// dot_avx2(q, k) for head_dim kN (a multiple of 16) with q held in registers: the same
+// operations in the same order as dot_avx2, two keys at a time.
+template <int kN>
+__attribute__((target("avx2,fma"), always_inline)) inline void dot2_fixed(const __m256* qv,
+                                                                          const float* k0,
+                                                                          const float* k1,
+                                                                          float* out) {
+  __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+  __m256 b0 = _mm256_setzero_ps(), b1 = _mm256_setzero_ps();
+  for (int i = 0; i < kN / 8; i += 2) {
+    a0 = _mm256_fmadd_ps(qv[i], _mm256_loadu_ps(k0 + 8 * i), a0);
+    a1 = _mm256_fmadd_ps(qv[i + 1], _mm256_loadu_ps(k0 + 8 * i + 8), a1);
+    b0 = _mm256_fmadd_ps(qv[i], _mm256_loadu_ps(k1 + 8 * i), b0);
+    b1 = _mm256_fmadd_ps(qv[i + 1], _mm256_loadu_ps(k1 + 8 * i + 8), b1);
+  }
+  const __m256 acc[2] = {_mm256_add_ps(a0, a1), _mm256_add_ps(b0, b1)};
+  for (int j = 0; j < 2; ++j) {
+    __m128 t = _mm_add_ps(_mm256_castps256_ps128(acc[j]), _mm256_extractf128_ps(acc[j], 1));
+    t = _mm_add_ps(t, _mm_movehl_ps(t, t));
+    t = _mm_add_ss(t, _mm_movehdup_ps(t));
+    out[j] = _mm_cvtss_f32(t);
+  }
+}
+
+template <int kN>
+__attribute__((target("avx2,fma"))) void scores_fixed(const float* q, const float* k,
+                                                      int64_t stride, int64_t count, float* out) {
+  __m256 qv[kN / 8];
+  for (int i = 0; i < kN / 8; ++i) qv[i] = _mm256_loadu_ps(q + 8 * i);
+  int64_t j = 0;
+  for (; j + 2 <= count; j += 2) dot2_fixed<kN>(qv, k + j * stride, k + (j + 1) * stride, out + j);
+  if (j < count) {
+    float pair[2];
+    dot2_fixed<kN>(qv, k + j * stride, k + j * stride, pair);
+    out[j] = pair[0];
+  }
+}
+
+// Softmax weights of attention scores: s[j] = float(exp(s[j] - max)) for j < n (the subtraction
+// in float, as the scalar loop does), returning the sum of the rounded weights in double (four
+// lanes, then pairs). Every element goes through exp_pd_avx2 (the tail padded with -inf, which
+// gives 0), so a key's weight does not depend on where the visible keys start.
+__attribute__((target("avx2,fma"))) inline __m128 softmax_weights4_avx2(__m128 v, __m128 max,
+                                                                        __m256d& sum) {
+  const __m128 e = _mm256_cvtpd_ps(exp_pd_avx2(_mm256_cvtps_pd(_mm_sub_ps(v, max))));
+  sum = _mm256_add_pd(sum, _mm256_cvtps_pd(e));
+  return e;
+}
+
+__attribute__((target("avx2,fma"))) double softmax_weights_avx2(float* s, int64_t n, float max) {
+  const __m128 m = _mm_set1_ps(max);
+  __m256d sum = _mm256_setzero_pd();
+  int64_t j = 0;
+  for (; j + 4 <= n; j += 4)
+    _mm_storeu_ps(s + j, softmax_weights4_avx2(_mm_loadu_ps(s + j), m, sum));
+  if (j < n) {
+    alignas(16) float tail[4];
+    for (int k = 0; k < 4; ++k)
+      tail[k] = j + k < n ? s[j + k] : -std::numeric_limits<float>::infinity();
+    _mm_store_ps(tail, softmax_weights4_avx2(_mm_load_ps(tail), m, sum));
+    std::memcpy(s + j, tail, static_cast<size_t>(n - j) * sizeof(float));
+  }
+  alignas(32) double lanes[4];
+  _mm256_store_pd(lanes, sum);
+  return (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+}
+
+}  // namespace
+#endif
+
+namespace {
+
+float dot(const float* a, const float* b, int64_t n) {
+#if BOLTRT_OPS_X86
+  if (have_avx2_fma()) return dot_avx2(a, b, n);
+#endif
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n; ++i) sum += a[i] * b[i];
+  return sum;
+}
+
+}  // namespace
+
+void AttentionAccumulator::begin(int64_t n_tokens, int64_t n_head, int64_t head_dim) {
+  n_tokens_ = n_tokens;
+  n_head_ = n_head;
+  head_dim_ = head_dim;
+  const size_t jobs = static_cast<size_t>(n_tokens * n_head);
+  max_.assign(jobs, -std::numeric_limits<float>::infinity());
+  sum_.assign(jobs, 0.0);
+  acc_.assign(jobs * static_cast<size_t>(head_dim), 0.0f);
+}
+
+namespace {
+
+// The three passes of attention over one run of keys, at the best level the CPU (and
+// simd_level(), for tests) allows. Each level has one arithmetic per (query, key) dot product
+// and per output element, whatever the blocking, batching or threading around it, so a query
+// row gets the same bits alone as in a batch (decode = verify = prefill).
+struct AttentionKernels {
+  bool vector = false;  // AVX2 (or AVX-512) softmax weights and weighted sum
+  bool avx512 = false;  // AVX-512 dots and weighted sums (head_dim a multiple of 16)
+  bool avx2_dots = false;
+
+  explicit AttentionKernels(int64_t head_dim) {
+#if BOLTRT_OPS_X86
+    avx2_dots = have_avx2_fma();
+    vector = avx2_dots && head_dim % 8 == 0;
+    avx512 = vector && head_dim % 16 == 0 && simd_level() == SimdLevel::Avx512;
+#else
+    (void)head_dim;
+#endif
+  }
+
+  // out[j] = q . k_j (unscaled), j < count
+  void dots(const float* q, const float* k, int64_t stride, int64_t count, int64_t head_dim,
+            float* out) const {
+#if BOLTRT_OPS_X86
+    if (avx512) return detail::attention_dots_avx512(q, k, stride, count, head_dim, out);
+    if (avx2_dots) {
+      if (head_dim == 64) return scores_fixed<64>(q, k, stride, count, out);
+      if (head_dim == 128) return scores_fixed<128>(q, k, stride, count, out);
+      for (int64_t j = 0; j < count; ++j) out[j] = dot_avx2(q, k + j * stride, head_dim);
+      return;
+    }
+#endif
+    for (int64_t j = 0; j < count; ++j) out[j] = dot(q, k + j * stride, head_dim);
+  }
+
+  // s[j] = exp(s[j] - max), returning the sum of the weights (in double)
+  double weights(float* s, int64_t n, float max) const {
+#if BOLTRT_OPS_X86
+    // exp in double, 4 at a time: within rounding of std::exp
+    if (vector) return softmax_weights_avx2(s, n, max);
+#endif
+    double sum = 0.0;
+    for (int64_t j = 0; j < n; ++j) {
+      s[j] = std::exp(s[j] - max);
+      sum += static_cast<double>(s[j]);
+    }
+    return sum;
+  }
+
+  // acc[d] += sum_j e[j] * v_j[d]; with e1/acc1, a second query over the same keys
+  void weighted_sum(const float* e, const float* e1, const float* v, int64_t stride, int64_t count,
+                    float* acc, float* acc1, int64_t head_dim) const {
+#if BOLTRT_OPS_X86
+    if (avx512) {
+      if (e1) {
+        return detail::attention_weighted_sum_pair_avx512(e, e1, v, stride, count, acc, acc1,
+                                                          head_dim);
+      }
+      return detail::attention_weighted_sum_avx512(e, v, stride, count, acc, head_dim);
+    }
+    if (vector) {
+      weighted_sum_avx2(e, v, stride, count, acc, head_dim);
+      if (e1) weighted_sum_avx2(e1, v, stride, count, acc1, head_dim);
+      return;
+    }
+#endif
+    for (const auto& [w, a] : {std::pair{e, acc}, std::pair{e1, acc1}}) {
+      if (!w) continue;
+      for (int64_t j = 0; j < count; ++j) {
+        const float* vj = v + j * stride;
+        for (int64_t d = 0; d < head_dim; ++d) a[d] += w[j] * vj[d];
+      }
+    }
+  }
+};
+
+}  // namespace
+
+// The jobs (token t, query head h) that read one KV head form units: a unit walks its keys in
+// blocks small enough to stay in L1 (K for the dot products, then V for the weighted sums)
+// while every job of the unit uses them, instead of each job streaming all keys from L2. A
+// one-token step of a GQA model shares each key among its query heads; a verify or prefill
+// batch among all its rows too.
+void AttentionAccumulator::add(const float* q, int64_t q_pos0, const float* k, const float* v,
+                               int64_t n_kv, int64_t kv_pos0, int64_t n_head_kv, int64_t window,
+                               float scale, ThreadPool* pool) {
+  const int64_t n_head = n_head_, head_dim = head_dim_, n_tokens = n_tokens_;
+  const int64_t group = n_head / n_head_kv;
+  const int64_t q_stride = n_head * head_dim;
+  const int64_t kv_stride = n_head_kv * head_dim;
+  const AttentionKernels kern(head_dim);
+  // ~16 KB of keys per block, a multiple of 8 keys (the AVX-512 dot kernel's step)
+  const int64_t block = std::max<int64_t>(8, (16384 / (head_dim * 4)) / 8 * 8);
+
+  // Units: KV head x a run of tokens x a run of the KV head's query heads; at most ~64 jobs
+  // (their scores stay small), and with threads enough units to share.
+  const int64_t jobs = n_tokens * n_head;
+  // below ~64K multiply-adds a thread hand-off costs more than it saves
+  const bool parallel = pool && pool->size() > 1 && jobs > 1 && jobs * n_kv * head_dim >= (1 << 16);
+  int64_t unit_tokens = std::clamp<int64_t>(64 / group, 1, n_tokens);
+  int64_t unit_heads = group;
+  auto ceil_div = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
+  if (parallel) {
+    const int64_t want = 2 * pool->size();
+    while (unit_tokens > 1 && n_head_kv * ceil_div(n_tokens, unit_tokens) < want) {
+      unit_tokens = ceil_div(unit_tokens, 2);
+    }
+    const int64_t units = n_head_kv * ceil_div(n_tokens, unit_tokens);
+    if (units < want) unit_heads = std::max<int64_t>(1, group * units / want);
+  }
+  const int64_t token_runs = ceil_div(n_tokens, unit_tokens);
+  const int64_t head_runs = ceil_div(group, unit_heads);
+  const int64_t n_units = n_head_kv * token_runs * head_runs;
+
+  struct Job {
+    int64_t id, j0, j1;  // (token, head) index; visible key rows [j0, j1) of this chunk
+    float* s;            // scores, then weights, of rows j0 .. j1 - 1 (s[j])
+  };
+  auto run_unit = [&](int64_t unit) {
+    const int64_t kvh = unit / (token_runs * head_runs);
+    const int64_t t_begin = (unit / head_runs) % token_runs * unit_tokens;
+    const int64_t t_end = std::min(n_tokens, t_begin + unit_tokens);
+    const int64_t h_begin = kvh * group + unit % head_runs * unit_heads;
+    const int64_t h_end = std::min((kvh + 1) * group, h_begin + unit_heads);
+    // per thread, kept between calls (a verify step has ~16 attention calls)
+    thread_local std::vector<float> score_buffer;
+    thread_local std::vector<Job> unit_jobs;
+    unit_jobs.clear();
+    int64_t lo = n_kv, hi = 0;
+    for (int64_t t = t_begin; t < t_end; ++t) {
+      const int64_t pos = q_pos0 + t;
+      const int64_t first = window > 0 ? pos - window + 1 : 0;
+      const int64_t j0 = std::max<int64_t>(0, first - kv_pos0);
+      const int64_t j1 = std::min<int64_t>(n_kv, pos - kv_pos0 + 1);
+      if (j1 <= j0) continue;
+      for (int64_t h = h_begin; h < h_end; ++h) unit_jobs.push_back({t * n_head + h, j0, j1, {}});
+      lo = std::min(lo, j0);
+      hi = std::max(hi, j1);
+    }
+    if (unit_jobs.empty()) return;
+    const size_t need = unit_jobs.size() * static_cast<size_t>(n_kv);
+    if (score_buffer.size() < need) score_buffer.resize(need);
+    for (size_t i = 0; i < unit_jobs.size(); ++i) {
+      unit_jobs[i].s = score_buffer.data() + i * static_cast<size_t>(n_kv);
+    }
+    const float* k_head = k + kvh * head_dim;
+    const float* v_head = v + kvh * head_dim;
+
+    // 1. dot products, a block of keys at a time for every job
+    for (int64_t b = lo; b < hi; b += block) {
+      const int64_t e = std::min(hi, b + block);
+      for (const Job& job : unit_jobs) {
+        const int64_t r0 = std::max(job.j0, b), r1 = std::min(job.j1, e);
+        if (r0 >= r1) continue;
+        kern.dots(q + job.id / n_head * q_stride + job.id % n_head * head_dim,
+                  k_head + r0 * kv_stride, kv_stride, r1 - r0, head_dim, job.s + r0);
+      }
+    }
+    // 2. per job: scale, maximum, rescale of earlier chunks, softmax weights
+    for (const Job& job : unit_jobs) {
+      float chunk_max = -std::numeric_limits<float>::infinity();
+      for (int64_t j = job.j0; j < job.j1; ++j) {
+        job.s[j] *= scale;
+        chunk_max = std::max(chunk_max, job.s[j]);
+      }
+      float& max = max_[static_cast<size_t>(job.id)];
+      double& sum = sum_[static_cast<size_t>(job.id)];
+      float* acc = acc_.data() + job.id * head_dim;
+      if (chunk_max > max) {  // rescale what earlier chunks added
+        if (sum > 0.0) {
+          const float c = std::exp(max - chunk_max);
+          sum *= static_cast<double>(c);
+          for (int64_t d = 0; d < head_dim; ++d) acc[d] *= c;
+        }
+        max = chunk_max;
+      }
+      sum += kern.weights(job.s + job.j0, job.j1 - job.j0, max);
+    }
+    // 3. weighted sums of the values, a block of keys at a time; neighbouring jobs with the
+    //    same visible keys (the query heads of one token) in pairs
+    for (int64_t b = lo; b < hi; b += block) {
+      const int64_t e = std::min(hi, b + block);
+      for (size_t i = 0; i < unit_jobs.size(); ++i) {
+        const Job& job = unit_jobs[i];
+        const int64_t r0 = std::max(job.j0, b), r1 = std::min(job.j1, e);
+        if (r0 >= r1) continue;
+        const Job* pair = i + 1 < unit_jobs.size() && unit_jobs[i + 1].j0 == job.j0 &&
+                                  unit_jobs[i + 1].j1 == job.j1
+                              ? &unit_jobs[i + 1]
+                              : nullptr;
+        kern.weighted_sum(job.s + r0, pair ? pair->s + r0 : nullptr, v_head + r0 * kv_stride,
+                          kv_stride, r1 - r0, acc_.data() + job.id * head_dim,
+                          pair ? acc_.data() + pair->id * head_dim : nullptr, head_dim);
+        if (pair) ++i;
+      }
+    }
+  };
+  if (parallel && n_units > 1) {
+    // Units from a shared counter (run_shared): a worker the OS has not scheduled is not waited
+    // for. With parallel_for a verify step's attention waited a whole time slice (~6 ms)
+    // whenever the other core was busy.
+    std::atomic<int64_t> next{0};
+    pool->run_shared([&](int) {
+      for (int64_t u = next.fetch_add(1); u < n_units; u = next.fetch_add(1)) run_unit(u);
+    });
+  } else {
+    for (int64_t u = 0; u < n_units; ++u) run_unit(u);
+  }
+}
+
+void AttentionAccumulator::finish(float* out) const {
+  for (int64_t job = 0; job < n_tokens_ * n_head_; ++job) {
+    const double sum = sum_[static_cast<size_t>(job)];
+    const float inv = sum > 0.0 ? static_cast<float>(1.0 / sum) : 0.0f;
+    const float* acc = acc_.data() + job * head_dim_;
+    float* o = out + job * head_dim_;
+    for (int64_t d = 0; d < head_dim_; ++d) o[d] = acc[d] * inv;
+  }
+}
+
+void attention(const float* q, int64_t n_tokens, int64_t q_pos0, const float* k, const float* v,
+               int64_t n_kv, int64_t kv_pos0, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
+               int64_t window, float scale, float* out, ThreadPool* pool) {
+  AttentionAccumulator acc;
+  acc.begin(n_tokens, n_head, head_dim);
+  acc.add(q, q_pos0, k, v, n_kv, kv_pos0, n_head_kv, window, scale, pool);
+  acc.finish(out);
+}
+
+}  // namespace boltrt::cpu
