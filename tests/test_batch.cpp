@@ -570,7 +570,15 @@ TEST(BatchCli, InterruptStopsWith130ThenResumes) {
       f.input,          "--output", f.output,       "--temp",          "0",    "--resume"};
   const pid_t pid = spawn(command, f.dir + "/log.txt");
   ASSERT_GT(pid, 0);
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // Interrupt once results are being written, so the handler is in place: a fixed 300 ms sleep
+  // raced the start-up on a loaded CI machine (the default action then ends the process with the
+  // same status 130, but without the message).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  auto a_result_written = [&] { return read_file(f.output).find('\n') != std::string::npos; };
+  while (!a_result_written() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_TRUE(a_result_written()) << "no result within 20 s";
   kill(pid, SIGINT);
   EXPECT_EQ(wait_status(pid), 130) << read_file(f.dir + "/log.txt");
   EXPECT_NE(read_file(f.dir + "/log.txt").find("interrupted; run again with --resume"),
