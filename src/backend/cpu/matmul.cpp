@@ -283,7 +283,6 @@ void LanePacks::pack(WeightView& w) {
 #endif
     buffers_.emplace_back(arena);
     arena_used_ = 0;
-    bytes_ += arena_size_;
   }
   uint8_t* packed = buffers_.back().get() + arena_used_;
   arena_used_ += total;

@@ -64,7 +64,6 @@ class LanePacks {
   // Sets w.lanes to a packed copy when the AVX-512 level is in use and w is a Q8_0 matrix of at
   // most 1 MB; leaves w alone otherwise.
   void pack(WeightView& w);
-  size_t bytes() const { return bytes_; }  // memory held
 
  private:
   struct Free {
@@ -72,7 +71,6 @@ class LanePacks {
   };
   std::vector<std::unique_ptr<uint8_t, Free>> buffers_;  // arenas; the last one is being filled
   size_t arena_size_ = 0, arena_used_ = 0;
-  size_t bytes_ = 0;
 };
 
 // Neon is plain Advanced SIMD (every aarch64 CPU), NeonDot adds the dot-product extension.
