@@ -20,6 +20,7 @@ enum class Schedule { kForward, kReverse, kShuffle };
 struct Settings {
   Schedule schedule = Schedule::kForward;
   bool racecheck = true;
+  bool racecheck_all = false;  // every launch, not a sample
   int workers = 2;
   bool abort_on_finding = false;
 };

@@ -74,6 +74,7 @@ const Settings& settings() {
     if (sched == "reverse") r.schedule = Schedule::kReverse;
     if (sched == "shuffle") r.schedule = Schedule::kShuffle;
     if (env("BOLTRT_EMU_RACECHECK") == "0") r.racecheck = false;
+    if (env("BOLTRT_EMU_RACECHECK") == "all") r.racecheck_all = true;
     if (const std::string w = env("BOLTRT_EMU_WORKERS"); !w.empty()) {
       r.workers = std::clamp(std::atoi(w.c_str()), 1, 64);
     }
