@@ -64,10 +64,11 @@ TEST_F(CudaMemoryPlan, E4bQ4KMWith4kContextFitsAnOrinNano) {
   const uint64_t ple_bytes = static_cast<uint64_t>(ple.rows) * ple.row_stride;
   EXPECT_GE(weights, file_tensors - ple_bytes);
   EXPECT_LT(weights, file_tensors - ple_bytes + 256 * model->file().tensors().size());
-  std::printf("E4B Q4_K_M on %s: weights %.0f MiB + session (4K, F16 KV) %.0f MiB, %.0f of %.0f "
-              "MiB free\n",
-              emu::current_profile().name.c_str(), weights / 1048576.0, session / 1048576.0,
-              free_bytes / 1048576.0, total_bytes / 1048576.0);
+  std::printf(
+      "E4B Q4_K_M on %s: weights %.0f MiB + session (4K, F16 KV) %.0f MiB, %.0f of %.0f "
+      "MiB free\n",
+      emu::current_profile().name.c_str(), weights / 1048576.0, session / 1048576.0,
+      free_bytes / 1048576.0, total_bytes / 1048576.0);
 }
 
 TEST_F(CudaMemoryPlan, ThirtyOneBQ4KMOnAnRtx5070FailsWithOneLine) {

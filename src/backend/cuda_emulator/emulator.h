@@ -3,8 +3,8 @@
 //   BOLTRT_EMU_DEVICE=h200|h100|rtx5070|rtx4090|orin-nano|none   device profile (default h200)
 //   BOLTRT_EMU_SCHEDULE=forward|reverse|shuffle                    order of a block's threads
 //   BOLTRT_EMU_RACECHECK=0|1|all  run launches again under a second schedule and compare: the
-//                                 first 4 of each kernel and every 16th after (1, the default),
-//                                 every launch (all), or none (0)
+//                                 first 2 of each kernel and launch shape and every 32nd after
+//                                 (1, the default), every launch (all), or none (0)
 //   BOLTRT_EMU_WORKERS=N          OS threads that run blocks (default 2)
 //   BOLTRT_EMU_ABORT=1            abort at the first finding (for a debugger)
 #pragma once

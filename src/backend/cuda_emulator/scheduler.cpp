@@ -106,7 +106,8 @@ struct CudaThread {
   Stack* stack = nullptr;
   BlockRun* block = nullptr;
   void* fake_stack = nullptr;
-  int position = 0;  // in the block's run order
+  int position = 0;       // in the block's run order
+  int warp_position = 0;  // among its warp's lanes, in that order
   // What it waits at.
   const void* site = nullptr;
   Collective collective = Collective::kShfl;
@@ -133,6 +134,7 @@ struct WarpState {
 // One block's execution state, reused by a worker from block to block.
 struct BlockRun {
   std::vector<WarpState> warps;
+  std::vector<std::vector<int>> warp_order;  // per warp: its lanes' thread ids in run order
   bctx::fcontext_t scheduler = nullptr;  // the worker's own stack, where a block starts and ends
   const void* scheduler_bottom = nullptr;
   size_t scheduler_size = 0;
@@ -178,7 +180,16 @@ void store_continuation(const bctx::transfer_t& back) {
   *static_cast<bctx::fcontext_t*>(back.data) = back.fctx;
 }
 
+// The next runnable thread after `from` in run order, looking first among its own warp's lanes
+// (a warp collective's lanes take turns without a pass over the whole block).
 CudaThread* next_runnable(BlockRun& b, const CudaThread& from) {
+  const std::vector<int>& lanes = b.warp_order[static_cast<size_t>(from.warp)];
+  const int m = static_cast<int>(lanes.size());
+  for (int step = 1; step < m; ++step) {
+    CudaThread& t =
+        b.threads[static_cast<size_t>(lanes[static_cast<size_t>((from.warp_position + step) % m)])];
+    if (t.state == State::kRunnable) return &t;
+  }
   const int n = b.n_threads;
   for (int step = 1; step <= n; ++step) {
     const int pos = (from.position + step) % n;
@@ -698,8 +709,14 @@ bool run_block(const KernelLaunch& launch, uint3 block_idx, Schedule schedule, u
     t.context = bctx::make_fcontext(t.stack->base + t.stack->size, t.stack->size, fiber_entry);
   }
   b.order = make_order(schedule, n, seed);
-  for (int p = 0; p < n; ++p)
-    b.threads[static_cast<size_t>(b.order[static_cast<size_t>(p)])].position = p;
+  b.warp_order.assign(b.warps.size(), {});
+  for (int p = 0; p < n; ++p) {
+    CudaThread& t = b.threads[static_cast<size_t>(b.order[static_cast<size_t>(p)])];
+    t.position = p;
+    std::vector<int>& lanes = b.warp_order[static_cast<size_t>(t.warp)];
+    t.warp_position = static_cast<int>(lanes.size());
+    lanes.push_back(t.tid);
+  }
   tl_block = &b;
   while (!b.faulted && b.n_exited < n) {
     CudaThread* first = nullptr;
@@ -1088,16 +1105,19 @@ bool order_dependent_by_design(const char* name) {
   return base_name(name) == "moe_group_kernel";
 }
 
-// The race check runs on the first launches of every kernel and then on every 16th (every
-// launch with BOLTRT_EMU_RACECHECK=all): a whole-model test launches the same few kernels
-// thousands of times on the same shapes.
-bool race_check_due(const char* name, const Settings& cfg) {
+// The race check runs on the first 2 launches of every kernel in every launch shape, then on
+// every 32nd (every launch with BOLTRT_EMU_RACECHECK=all): a whole-model test launches the same
+// few kernels thousands of times on the same shapes, and each check copies the memory the
+// launch may write twice.
+bool race_check_due(const LaunchRequest& r, const Settings& cfg) {
   if (cfg.racecheck_all) return true;
   static std::mutex m;
   static std::map<std::string, uint64_t> launches;
+  const std::string key = fmt::format("{} {}x{}x{} {}x{}x{} {}", r.name, r.grid.x, r.grid.y,
+                                      r.grid.z, r.block.x, r.block.y, r.block.z, r.dynamic_shared);
   std::lock_guard lock(m);
-  const uint64_t n = launches[name]++;
-  return n < 4 || n % 16 == 0;
+  const uint64_t n = launches[key]++;
+  return n < 2 || n % 32 == 0;
 }
 
 void execute_kernel(const KernelLaunch& launch) {
@@ -1107,8 +1127,7 @@ void execute_kernel(const KernelLaunch& launch) {
   const Settings& cfg = settings();
   const Schedule first = cfg.schedule;
   const uint64_t seed = launch.serial * 0x2545F4914F6CDD1Dull + 1;
-  const bool check =
-      cfg.racecheck && !order_dependent_by_design(r.name) && race_check_due(r.name, cfg);
+  const bool check = cfg.racecheck && !order_dependent_by_design(r.name) && race_check_due(r, cfg);
   Snapshot before;
   if (check) before = take_snapshot(r);
   BlockPool& pool = BlockPool::get();
