@@ -1,0 +1,324 @@
+#include "server/scheduler.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "util/error.h"
+
+namespace boltrt::server {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
+  const size_t n = std::min(a.size(), b.size());
+  size_t i = 0;
+  while (i < n && a[i] == b[i]) ++i;
+  return i;
+}
+
+const std::vector<double> kLatencyBounds = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+                                            1,     2.5,  5,     10,   30,  60,   120};
+const std::vector<double> kTokenBounds = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                          0.1,   0.25,   0.5,   1,    2.5};
+
+}  // namespace
+
+uint64_t Job::wait_for_update(uint64_t seen, std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mutex);
+  changed.wait_for(lock, timeout, [&] { return version != seen; });
+  return version;
+}
+
+Histogram::Histogram(std::vector<double> bounds)
+    : bounds_(std::move(bounds)), counts_(bounds_.size() + 1, 0) {}
+
+void Histogram::observe(double value) {
+  std::lock_guard lock(mutex_);
+  const size_t i = static_cast<size_t>(std::lower_bound(bounds_.begin(), bounds_.end(), value) -
+                                       bounds_.begin());
+  ++counts_[i];
+  sum_ += value;
+  ++count_;
+}
+
+std::string Histogram::exposition(const std::string& name, const std::string& help) const {
+  std::lock_guard lock(mutex_);
+  std::string out = fmt::format("# HELP {} {}\n# TYPE {} histogram\n", name, help, name);
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i < bounds_.size(); ++i) {
+    cumulative += counts_[i];
+    out += fmt::format("{}_bucket{{le=\"{}\"}} {}\n", name, bounds_[i], cumulative);
+  }
+  cumulative += counts_.back();
+  out += fmt::format("{}_bucket{{le=\"+Inf\"}} {}\n", name, cumulative);
+  out += fmt::format("{}_sum {}\n{}_count {}\n", name, sum_, name, count_);
+  return out;
+}
+
+Scheduler::Scheduler(batch::BatchEngine& engine, SchedulerOptions options)
+    : engine_(engine),
+      options_(options),
+      batcher_(engine.model()),
+      ttft_(kLatencyBounds),
+      e2e_(kLatencyBounds),
+      queue_time_(kLatencyBounds),
+      inter_token_(kTokenBounds) {
+  if (options_.parallel < 1) fail("--parallel must be at least 1");
+  if (options_.parallel > engine.model().n_slots())
+    fail("--parallel {} exceeds the model's {} sequences", options_.parallel,
+         engine.model().n_slots());
+  if (options_.max_queue < 0) fail("--max-queue must not be negative");
+  for (int i = 0; i < options_.parallel; ++i) {
+    auto slot = std::make_unique<Slot>();
+    slot->model = batcher_.slot_model(i);
+    slot->generator = std::make_unique<Generator>(*slot->model, engine.vocab(), SamplerConfig{});
+    slot->drafter = engine.new_drafter();
+    if (slot->drafter) slot->generator->set_drafter(slot->drafter.get(), options_.speculative);
+    slots_.push_back(std::move(slot));
+  }
+  for (int i = 0; i < options_.parallel; ++i)
+    slots_[static_cast<size_t>(i)]->thread = std::thread([this, i] { worker(i); });
+}
+
+Scheduler::~Scheduler() {
+  stop();
+  for (auto& slot : slots_)
+    if (slot->thread.joinable()) slot->thread.join();
+}
+
+bool Scheduler::submit(const std::shared_ptr<Job>& job) {
+  std::lock_guard lock(mutex_);
+  if (stopping_) return false;
+  job->submitted = Clock::now();
+  const bool free_slot =
+      std::any_of(slots_.begin(), slots_.end(), [](const auto& s) { return !s->busy; });
+  if (!free_slot && static_cast<int>(queue_.size()) >= options_.max_queue) return false;
+  queue_.push_back(job);
+  dispatch();
+  return true;
+}
+
+bool Scheduler::withdraw(const std::shared_ptr<Job>& job) {
+  job->cancel = true;
+  std::lock_guard lock(mutex_);
+  auto it = std::find(queue_.begin(), queue_.end(), job);
+  if (it == queue_.end()) return false;
+  queue_.erase(it);
+  idle_.notify_all();
+  return true;
+}
+
+void Scheduler::dispatch() {
+  while (!queue_.empty()) {
+    std::shared_ptr<Job> job = queue_.front();
+    Slot* best = nullptr;
+    size_t best_prefix = 0;
+    for (auto& slot : slots_) {
+      if (slot->busy) continue;
+      const size_t prefix = options_.prefix_cache ? common_prefix(slot->cached, job->prompt) : 0;
+      // The longest shared prefix; among equals the slot whose cache is worth least.
+      if (best == nullptr || prefix > best_prefix ||
+          (prefix == best_prefix && slot->cached.size() < best->cached.size())) {
+        best = slot.get();
+        best_prefix = prefix;
+      }
+    }
+    if (best == nullptr) return;
+    queue_.pop_front();
+    best->busy = true;
+    best->job = std::move(job);
+    work_.notify_all();
+  }
+}
+
+void Scheduler::stop() {
+  std::deque<std::shared_ptr<Job>> dropped;
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+    dropped.swap(queue_);
+    for (auto& slot : slots_)
+      if (slot->job) slot->job->cancel = true;
+    work_.notify_all();
+    idle_.notify_all();
+  }
+  for (auto& job : dropped) {
+    std::lock_guard lock(job->mutex);
+    job->done = true;
+    job->error = "the server is shutting down";
+    job->result.finish_reason = FinishReason::kCancelled;
+    ++job->version;
+    job->changed.notify_all();
+  }
+}
+
+bool Scheduler::wait_idle(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mutex_);
+  return idle_.wait_for(lock, timeout, [&] {
+    return queue_.empty() &&
+           std::none_of(slots_.begin(), slots_.end(), [](const auto& s) { return s->busy; });
+  });
+}
+
+SchedulerStats Scheduler::stats() const {
+  std::lock_guard lock(mutex_);
+  SchedulerStats s;
+  s.slots = static_cast<int>(slots_.size());
+  for (const auto& slot : slots_) s.busy += slot->busy ? 1 : 0;
+  s.queued = static_cast<int>(queue_.size());
+  return s;
+}
+
+void Scheduler::worker(int index) {
+  Slot& slot = *slots_[static_cast<size_t>(index)];
+  for (;;) {
+    std::shared_ptr<Job> job;
+    {
+      std::unique_lock lock(mutex_);
+      work_.wait(lock, [&] { return stopping_ || slot.job != nullptr; });
+      if (slot.job == nullptr) return;  // stopping with nothing assigned
+      job = slot.job;
+    }
+    run_job(slot, *job);
+    {
+      std::lock_guard lock(mutex_);
+      slot.cached = slot.generator->cached_tokens();
+      slot.job.reset();
+      slot.busy = false;
+      if (!stopping_) dispatch();
+      idle_.notify_all();
+    }
+  }
+}
+
+void Scheduler::run_job(Slot& slot, Job& job) {
+  const auto t_start = Clock::now();
+  {
+    std::lock_guard lock(job.mutex);
+    job.started = true;
+    for (size_t i = 0; i < slots_.size(); ++i)
+      if (slots_[i].get() == &slot) job.slot = static_cast<int>(i);
+    ++job.version;
+  }
+  job.changed.notify_all();
+  queue_time_.observe(seconds_between(job.submitted, t_start));
+
+  GenerationResult result;
+  std::string error;
+  int64_t reasoning_tokens = -1;
+  Clock::time_point last_token = t_start;
+  try {
+    if (job.cancel) throw Error("cancelled before it started");
+    SamplerConfig sampling = job.sampling;
+    sampling.validate();
+    if (!options_.prefix_cache) slot.generator->reset();
+    slot.generator->sampler() = Sampler(sampling);
+    GenerationOptions gen = job.options;
+    gen.cancel = &job.cancel;
+    ReasoningConfig reasoning = job.reasoning;
+    reasoning.max_tokens = gen.max_tokens;
+    reasoning.validate();
+    std::unique_ptr<ReasoningController> controller;
+    if (job.use_controller) controller = engine_.controller(reasoning);
+    gen.controller = controller.get();
+    gen.on_text = [&](std::string_view text) {
+      {
+        std::lock_guard lock(job.mutex);
+        job.text.append(text);
+        ++job.version;
+      }
+      job.changed.notify_all();
+    };
+    gen.on_token = [&](const TokenEvent& event) {
+      const auto now = Clock::now();
+      {
+        std::lock_guard lock(job.mutex);
+        if (job.tokens.empty()) {
+          job.first_token = now;
+        } else {
+          inter_token_.observe(seconds_between(last_token, now));
+        }
+        job.tokens.push_back(event.token);
+        ++job.version;
+      }
+      last_token = now;
+      generated_tokens_.fetch_add(1, std::memory_order_relaxed);
+      job.changed.notify_all();
+      return !job.cancel.load();
+    };
+    {
+      batch::SequenceBatcher::Participation participation(batcher_);
+      result = slot.generator->generate(job.prompt, gen);
+    }
+    if (controller) reasoning_tokens = controller->reasoning_tokens();
+    prompt_tokens_ += static_cast<uint64_t>(result.stats.n_prompt_tokens);
+    cached_tokens_ += static_cast<uint64_t>(
+        std::max<int64_t>(0, result.stats.n_prompt_tokens - result.stats.n_prompt_evaluated));
+  } catch (const std::exception& e) {
+    error = e.what();
+    // A failed generation may leave the slot's cache part-filled: start it over next time.
+    slot.generator->reset();
+  }
+  const auto t_end = Clock::now();
+  if (!error.empty()) {
+    ++failed_;
+  } else if (result.finish_reason == FinishReason::kCancelled) {
+    ++cancelled_;
+  } else {
+    ++finished_;
+    e2e_.observe(seconds_between(job.submitted, t_end));
+    if (!result.tokens.empty()) ttft_.observe(seconds_between(job.submitted, job.first_token));
+  }
+  {
+    std::lock_guard lock(job.mutex);
+    job.result = std::move(result);
+    job.reasoning_tokens = reasoning_tokens;
+    job.error = std::move(error);
+    job.finished = t_end;
+    job.done = true;
+    ++job.version;
+  }
+  job.changed.notify_all();
+}
+
+std::string Scheduler::metrics() const {
+  const SchedulerStats s = stats();
+  std::string out;
+  auto gauge = [&](const char* name, const char* help, double value) {
+    out += fmt::format("# HELP {} {}\n# TYPE {} gauge\n{} {}\n", name, help, name, name, value);
+  };
+  auto counter = [&](const char* name, const char* help, uint64_t value) {
+    out += fmt::format("# HELP {} {}\n# TYPE {} counter\n{} {}\n", name, help, name, name, value);
+  };
+  gauge("boltrt:slots", "Sequences (--parallel).", s.slots);
+  gauge("boltrt:requests_running", "Requests generating in a slot.", s.busy);
+  gauge("boltrt:requests_waiting", "Requests queued for a slot.", s.queued);
+  counter("boltrt:prompt_tokens_total", "Prompt tokens of finished generations.",
+          prompt_tokens_.load());
+  counter("boltrt:prompt_tokens_cached_total", "Prompt tokens reused from a slot's cache.",
+          cached_tokens_.load());
+  counter("boltrt:generation_tokens_total", "Generated tokens.", generated_tokens_.load());
+  out +=
+      "# HELP boltrt:generations_total Generations by outcome.\n"
+      "# TYPE boltrt:generations_total counter\n";
+  out += fmt::format("boltrt:generations_total{{outcome=\"finished\"}} {}\n", finished_.load());
+  out += fmt::format("boltrt:generations_total{{outcome=\"cancelled\"}} {}\n", cancelled_.load());
+  out += fmt::format("boltrt:generations_total{{outcome=\"failed\"}} {}\n", failed_.load());
+  out += ttft_.exposition("boltrt:time_to_first_token_seconds",
+                          "From submission to the first generated token.");
+  out += inter_token_.exposition("boltrt:inter_token_latency_seconds",
+                                 "Between consecutive generated tokens.");
+  out += e2e_.exposition("boltrt:e2e_request_latency_seconds",
+                         "From submission to the end of generation.");
+  out += queue_time_.exposition("boltrt:request_queue_time_seconds",
+                                "From submission until a slot took the request.");
+  return out;
+}
+
+}  // namespace boltrt::server
