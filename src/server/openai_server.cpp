@@ -349,7 +349,7 @@ void OpenAiServer::completion(const HttpRequest& request, HttpResponder& respons
       }
     }
     std::lock_guard lock(job->mutex);
-    if (!job->error.empty()) throw ApiError(500, job->error);
+    if (!job->error.empty()) throw ApiError(shutting_down_ ? 503 : 500, job->error);
     int64_t reasoning_tokens = 0;
     json body;
     body["id"] = id;
@@ -474,8 +474,10 @@ void OpenAiServer::completion(const HttpRequest& request, HttpResponder& respons
     send_event(text_chunk(r.prompt, nullptr));
   }
   size_t tokens_seen = 0;
+  constexpr auto kParseInterval = std::chrono::milliseconds(5);
+  auto last_parse = Clock::now() - kParseInterval;
   for (;;) {
-    seen = job->wait_for_update(seen, std::chrono::milliseconds(100));
+    seen = job->wait_for_update(seen, std::chrono::milliseconds(tokens_seen > 0 ? 5 : 100));
     std::vector<int32_t> tokens;
     std::string text;
     bool done = false;
@@ -494,7 +496,9 @@ void OpenAiServer::completion(const HttpRequest& request, HttpResponder& respons
       return;
     }
     if (done) break;
-    if (chat && !tokens.empty()) {
+    if (chat && !tokens.empty() && Clock::now() - last_parse >= kParseInterval) {
+      // Re-parsing the reply costs O(reply) per call: at most one parse per interval.
+      last_parse = Clock::now();
       tokens_seen = tokens.size();
       emit_reply(snapshot(tokens, nullptr, nullptr), false);
     } else if (!chat) {
