@@ -279,6 +279,19 @@ TEST_F(ServeTiny, ControlTokenTextInMessagesIsText) {
   EXPECT_GT(prompt_tokens - plain_tokens, static_cast<int>(special_ids.size()) - 1);
 }
 
+TEST_F(ServeTiny, ChatPageIsSelfContained) {
+  const HttpResponse r = http_request(port(), "GET", "/");
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(r.headers.at("content-type"), "text/html; charset=utf-8");
+  EXPECT_NE(r.body.find("<title>boltrt chat</title>"), std::string::npos);
+  EXPECT_NE(r.body.find("v1/chat/completions"), std::string::npos);
+  // Nothing fetched from elsewhere: no absolute URLs, no external scripts or styles.
+  EXPECT_EQ(r.body.find("http://"), std::string::npos);
+  EXPECT_EQ(r.body.find("https://"), std::string::npos);
+  EXPECT_EQ(r.body.find("<script src"), std::string::npos);
+  EXPECT_EQ(r.body.find("<link"), std::string::npos);
+}
+
 TEST_F(ServeTiny, KeepAliveServesSeveralRequestsOnOneConnection) {
   HttpClient c(port());
   for (int i = 0; i < 3; ++i) {
@@ -342,6 +355,21 @@ TEST(Serve, ApiKeyIsRequiredExceptForHealth) {
       200);
   EXPECT_EQ(http_request(server.port(), "GET", "/health").status, 200);
   EXPECT_EQ(server.terminate(), 0);
+}
+
+TEST(Serve, DraftGivesTheSameGreedyAnswer) {
+  ServeProcess plain({"-m", tiny_model(), "-t", "1"});
+  ServeProcess drafted({"-m", tiny_model(), "-t", "1", "--parallel", "2", "--draft",
+                        boltrt::test::source_dir() + "/models/tiny/tiny-dflash.gguf"});
+  const json request = chat_body("Tell me about your sister.", 48);
+  const HttpResponse a = post(plain.port(), "/v1/chat/completions", request);
+  const HttpResponse b = post(drafted.port(), "/v1/chat/completions", request);
+  ASSERT_EQ(a.status, 200);
+  ASSERT_EQ(b.status, 200) << b.body;
+  EXPECT_EQ(json::parse(b.body)["choices"][0]["message"]["content"],
+            json::parse(a.body)["choices"][0]["message"]["content"]);
+  EXPECT_EQ(plain.terminate(), 0);
+  EXPECT_EQ(drafted.terminate(), 0);
 }
 
 TEST(Serve, SlowAndSilentClientsAreDropped) {

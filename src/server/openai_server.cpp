@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "batch/request.h"
+#include "server/chat_page.h"
 #include "server/openai_request.h"
 #include "util/error.h"
 
@@ -133,7 +134,8 @@ void OpenAiServer::handle(const HttpRequest& request, HttpResponder& response) {
     const char* path;
     const char* method;
   };
-  static const Route routes[] = {{"/health", "GET"},
+  static const Route routes[] = {{"/", "GET"},
+                                 {"/health", "GET"},
                                  {"/v1/health", "GET"},
                                  {"/v1/models", "GET"},
                                  {"/metrics", "GET"},
@@ -148,8 +150,7 @@ void OpenAiServer::handle(const HttpRequest& request, HttpResponder& response) {
     return;
   }
   const char* method = route ? route->method : "GET";
-  const bool head_like = request.method == "HEAD" && std::string_view(method) == "GET";
-  if (request.method != method && !head_like) {
+  if (request.method != method) {
     {
       send_error(405, fmt::format("{} needs {}", path, method), "", "method_not_allowed",
                  {{"Allow", method}});
@@ -157,6 +158,13 @@ void OpenAiServer::handle(const HttpRequest& request, HttpResponder& response) {
     }
   }
 
+  if (path == "/") {  // the chat page; its API calls carry the key
+    response.send(200, "text/html; charset=utf-8", chat_page_html(),
+                  {{"Content-Security-Policy",
+                    "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'"},
+                   {"X-Content-Type-Options", "nosniff"}});
+    return;
+  }
   if (path == "/health" || path == "/v1/health") {
     if (shutting_down_) {
       response.send(503, kJson, R"({"status":"shutting down"})");

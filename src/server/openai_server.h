@@ -1,5 +1,6 @@
 // OpenAiServer — the OpenAI-compatible endpoints of `boltrt serve` over a Scheduler:
 //
+//   GET  /                        a chat page (chat_page.h), no key needed to load it
 //   GET  /health, /v1/health      {"status":"ok"} (no key needed; 503 while shutting down)
 //   GET  /v1/models[/ID]          the one served model
 //   GET  /metrics                 Prometheus text (requests, tokens, queue, slots, latencies)

@@ -187,6 +187,8 @@ void Scheduler::worker(int index) {
     }
     run_job(slot, *job);
     {
+      // The slot is free (and its cache known to dispatch) before the job is reported done: a
+      // client that sends its next turn as soon as it has this answer finds the slot again.
       std::lock_guard lock(mutex_);
       slot.cached = slot.generator->cached_tokens();
       slot.job.reset();
@@ -194,6 +196,12 @@ void Scheduler::worker(int index) {
       if (!stopping_) dispatch();
       idle_.notify_all();
     }
+    {
+      std::lock_guard lock(job->mutex);
+      job->done = true;
+      ++job->version;
+    }
+    job->changed.notify_all();
   }
 }
 
@@ -281,10 +289,9 @@ void Scheduler::run_job(Slot& slot, Job& job) {
     job.reasoning_tokens = reasoning_tokens;
     job.error = std::move(error);
     job.finished = t_end;
-    job.done = true;
     ++job.version;
   }
-  job.changed.notify_all();
+  job.changed.notify_all();  // done is set by worker() once the slot is free
 }
 
 std::string Scheduler::metrics() const {
