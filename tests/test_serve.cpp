@@ -161,6 +161,32 @@ TEST_F(ServeTiny, CompletionEqualsGenerate) {
   EXPECT_EQ(body["usage"]["completion_tokens"], expected["n_tokens"]);
 }
 
+TEST_F(ServeTiny, CompletionLogprobsSpellTheText) {
+  const json request = {{"model", "m"},
+                        {"prompt", "It is a truth universally"},
+                        {"temperature", 0},
+                        {"max_tokens", 12},
+                        {"logprobs", 3}};
+  const HttpResponse r = post(port(), "/v1/completions", request);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json choice = json::parse(r.body)["choices"][0];
+  const json& lp = choice["logprobs"];
+  std::string text;
+  for (size_t i = 0; i < lp["tokens"].size(); ++i) {
+    EXPECT_EQ(lp["text_offset"][i], text.size());
+    text += lp["tokens"][i].get<std::string>();
+    const double logprob = lp["token_logprobs"][i];
+    EXPECT_LE(logprob, 0.0);
+    ASSERT_EQ(lp["top_logprobs"][i].size(), 3u);
+    // Greedy: the chosen token is the most likely one.
+    double best = -1e30;
+    for (const auto& [piece, value] : lp["top_logprobs"][i].items())
+      best = std::max(best, value.get<double>());
+    EXPECT_NEAR(logprob, best, 1e-6);
+  }
+  EXPECT_EQ(text, choice["text"]);
+}
+
 TEST_F(ServeTiny, StreamEqualsNonStreamAndIsFramedAsSse) {
   const std::string prompt = "Tell me about the weather today.";
   const HttpResponse plain = post(port(), "/v1/chat/completions", chat_body(prompt, 48));
@@ -245,6 +271,10 @@ TEST_F(ServeTiny, BadRequestsNameTheField) {
   expect_error(post(port(), "/v1/chat/completions", b), 400, "n");
   b = chat_body("hi", 4);
   b["logprobs"] = true;
+  b["top_logprobs"] = 21;
+  expect_error(post(port(), "/v1/chat/completions", b), 400, "top_logprobs");
+  b = chat_body("hi", 4);
+  b["logprobs"] = "yes";
   expect_error(post(port(), "/v1/chat/completions", b), 400, "logprobs");
   b = chat_body("hi", 4);
   b["response_format"] = {{"type", "json_object"}};

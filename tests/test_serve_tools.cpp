@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -302,6 +303,56 @@ TEST(ServeTools, ReasoningContentInMessageAndDeltas) {
   }
   EXPECT_EQ(reasoning, "The user wants a greeting.");
   EXPECT_EQ(content, "Hello!");
+}
+
+}  // namespace
+
+namespace {
+
+TEST(ServeTools, LogprobsAreTheModelsLogSoftmax) {
+  ScriptedServer server("<|channel>thought\nHmm.<channel|>Yes, indeed.");
+  const json request = {{"model", "m"},
+                        {"messages", json::array({{{"role", "user"}, {"content", "Hi"}}})},
+                        {"reasoning", "on"},
+                        {"logprobs", true},
+                        {"top_logprobs", 2}};
+  const auto r = post(server.port(), request);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json choice = json::parse(r.body)["choices"][0];
+  ASSERT_EQ(choice["message"]["content"], "Yes, indeed.");
+  // The scripted model puts 10 on its token and 0 on the other V-1: log-softmax exactly.
+  const double v = static_cast<double>(tiny_text()->n_vocab());
+  const double z = std::log(std::exp(10.0) + (v - 1));
+  const json& content = choice["logprobs"]["content"];
+  std::string text;
+  for (const json& t : content) {
+    text += t["token"].get<std::string>();
+    EXPECT_NEAR(t["logprob"].get<double>(), 10.0 - z, 1e-4);
+    std::string bytes;
+    for (const json& b : t["bytes"]) bytes += static_cast<char>(b.get<int>());
+    EXPECT_EQ(bytes, t["token"]);
+    ASSERT_EQ(t["top_logprobs"].size(), 2u);
+    EXPECT_EQ(t["top_logprobs"][0]["token"], t["token"]);
+    EXPECT_NEAR(t["top_logprobs"][1]["logprob"].get<double>(), 0.0 - z, 1e-4);
+  }
+  EXPECT_EQ(text, "Yes, indeed.") << "content tokens only, the thought left out";
+
+  json streamed = request;
+  streamed["stream"] = true;
+  const auto s = post(server.port(), streamed);
+  std::string stream_text;
+  for (const json& chunk : chunks_of(s.body)) {
+    if (chunk["choices"].empty() || chunk["choices"][0]["logprobs"].is_null()) continue;
+    for (const json& t : chunk["choices"][0]["logprobs"]["content"])
+      stream_text += t["token"].get<std::string>();
+  }
+  EXPECT_EQ(stream_text, "Yes, indeed.");
+
+  json bad = request;
+  bad.erase("logprobs");
+  const auto needs = post(server.port(), bad);
+  EXPECT_EQ(needs.status, 400);
+  EXPECT_EQ(json::parse(needs.body)["error"]["param"], "top_logprobs");
 }
 
 }  // namespace

@@ -453,10 +453,15 @@ ServeRequest parse_chat_request(std::string_view body) {
     }
     r.response_format = *v;
   }
-  if (const json* v = field(o, "logprobs"); v && boolean(*v, "logprobs"))
-    unsupported("logprobs", "'logprobs' is not supported yet");
-  if (const json* v = field(o, "top_logprobs"); v && integer(*v, "top_logprobs", 0, 20) > 0)
-    bad("top_logprobs", "'top_logprobs' needs 'logprobs': true");
+  const json* logprobs = field(o, "logprobs");
+  const bool want_logprobs = logprobs && boolean(*logprobs, "logprobs");
+  if (const json* v = field(o, "top_logprobs")) {
+    const int64_t n = integer(*v, "top_logprobs", 0, 20);
+    if (!want_logprobs) bad("top_logprobs", "'top_logprobs' needs 'logprobs': true");
+    r.top_logprobs = static_cast<int>(n);
+  } else if (want_logprobs) {
+    r.top_logprobs = 0;
+  }
   return r;
 }
 
@@ -484,9 +489,9 @@ ServeRequest parse_completion_request(std::string_view body) {
     unsupported("suffix", "'suffix' (fill in the middle) is not supported");
   if (const json* v = field(o, "best_of"); v && integer(*v, "best_of", 1, 128) != 1)
     unsupported("best_of", "'best_of' > 1 is not supported");
-  if (const json* v = field(o, "logprobs");
-      v && !(v->is_number_integer() && v->get<int64_t>() == 0))
-    unsupported("logprobs", "'logprobs' is not supported yet");
+  // Legacy completions: `logprobs` is the number of alternatives (0-5), not a switch.
+  if (const json* v = field(o, "logprobs"))
+    r.top_logprobs = static_cast<int>(integer(*v, "logprobs", 0, 5));
   return r;
 }
 

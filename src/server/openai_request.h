@@ -3,7 +3,7 @@
 // Chat (POST /v1/chat/completions) and legacy completions (POST /v1/completions) share the
 // sampling fields. Every malformed body or mistyped field is an ApiError (HTTP 400, an OpenAI
 // error object whose `param` names the field), raised before anything is queued or streamed.
-// Fields the engine cannot honour yet (n > 1, logprobs, constrained output) are 400
+// Fields the engine cannot honour yet (n > 1, logit_bias, constrained output) are 400
 // "not supported yet" naming the field; fields of hosted services (store, metadata, user, ...)
 // are accepted and ignored, as other local servers do.
 //
@@ -60,6 +60,8 @@ struct ServeRequest {
   std::optional<int32_t> top_k;
   std::optional<uint32_t> seed;
   std::vector<std::string> stop;
+
+  int top_logprobs = -1;  // >= 0: logprobs with that many alternatives per token
 
   bool stream = false;
   bool include_usage = false;

@@ -78,6 +78,49 @@ struct Usage {
   }
 };
 
+// OpenAI's chat logprobs: {"content": [{token, logprob, bytes, top_logprobs}], "refusal"}
+// over the content tokens (thought blocks and control tokens left out).
+json chat_logprobs(const GenerationVocab& vocab, const std::vector<TokenLogprob>& entries) {
+  auto item = [&](int32_t token, float logprob) {
+    const std::string piece = vocab.piece(token);
+    json bytes = json::array();
+    for (unsigned char c : piece) bytes.push_back(c);
+    return json{{"token", piece}, {"logprob", logprob}, {"bytes", bytes}};
+  };
+  json content = json::array();
+  for (const TokenLogprob& e : entries) {
+    if (!e.content || vocab.piece(e.token).empty()) continue;
+    json one = item(e.token, e.logprob);
+    one["top_logprobs"] = json::array();
+    for (const auto& [id, lp] : e.top) one["top_logprobs"].push_back(item(id, lp));
+    content.push_back(std::move(one));
+  }
+  return {{"content", std::move(content)}, {"refusal", nullptr}};
+}
+
+// The legacy completions shape: parallel arrays, alternatives as {piece: logprob} maps, and
+// each token's byte offset in the returned text (advanced in *offset).
+json completion_logprobs(const GenerationVocab& vocab, const std::vector<TokenLogprob>& entries,
+                         size_t* offset) {
+  json tokens = json::array(), logprobs = json::array(), tops = json::array(),
+       offsets = json::array();
+  for (const TokenLogprob& e : entries) {
+    const std::string piece = vocab.piece(e.token);
+    if (piece.empty()) continue;
+    tokens.push_back(piece);
+    logprobs.push_back(e.logprob);
+    json top = json::object();
+    for (const auto& [id, lp] : e.top) top[vocab.piece(id)] = lp;
+    tops.push_back(std::move(top));
+    offsets.push_back(*offset);
+    *offset += piece.size();
+  }
+  return {{"tokens", std::move(tokens)},
+          {"token_logprobs", std::move(logprobs)},
+          {"top_logprobs", std::move(tops)},
+          {"text_offset", std::move(offsets)}};
+}
+
 }  // namespace
 
 bool constant_time_equal(std::string_view expected, std::string_view given) {
@@ -256,6 +299,10 @@ void OpenAiServer::completion(const HttpRequest& request, HttpResponder& respons
   if (r.reasoning_budget) job->reasoning.budget = *r.reasoning_budget;
   if (r.reasoning_block_budget) job->reasoning.block_budget = *r.reasoning_block_budget;
   job->use_controller = chat;
+  if (r.top_logprobs >= 0 && scheduler_.speculative())
+    throw ApiError(400, "'logprobs' cannot be combined with speculative decoding (--draft)",
+                   "logprobs", "unsupported_parameter");
+  job->top_logprobs = r.top_logprobs;
   try {
     job->reasoning.validate();
   } catch (const Error& e) {
@@ -374,18 +421,22 @@ void OpenAiServer::completion(const HttpRequest& request, HttpResponder& respons
       message["refusal"] = nullptr;
       if (!reply.reasoning.empty()) message["reasoning_content"] = reply.reasoning;
       if (!reply.tool_calls.empty()) message["tool_calls"] = reply.tool_calls;
-      body["choices"] =
-          json::array({{{"index", 0},
-                        {"message", message},
-                        {"logprobs", nullptr},
-                        {"finish_reason",
-                         finish_reason(job->result.finish_reason, !reply.tool_calls.empty())}}});
+      body["choices"] = json::array(
+          {{{"index", 0},
+            {"message", message},
+            {"logprobs",
+             r.top_logprobs >= 0 ? chat_logprobs(engine.vocab(), job->logprobs) : json()},
+            {"finish_reason",
+             finish_reason(job->result.finish_reason, !reply.tool_calls.empty())}}});
     } else {
-      body["choices"] =
-          json::array({{{"text", r.echo ? r.prompt + job->result.text : job->result.text},
-                        {"index", 0},
-                        {"logprobs", nullptr},
-                        {"finish_reason", finish_reason(job->result.finish_reason, false)}}});
+      size_t text_offset = r.echo ? r.prompt.size() : 0;
+      body["choices"] = json::array(
+          {{{"text", r.echo ? r.prompt + job->result.text : job->result.text},
+            {"index", 0},
+            {"logprobs", r.top_logprobs >= 0
+                             ? completion_logprobs(engine.vocab(), job->logprobs, &text_offset)
+                             : json()},
+            {"finish_reason", finish_reason(job->result.finish_reason, false)}}});
     }
     body["usage"] = usage_of(*job, reasoning_tokens).to_json(chat);
     response.send(200, kJson, dump(body));
@@ -418,17 +469,35 @@ void OpenAiServer::completion(const HttpRequest& request, HttpResponder& respons
     if (r.include_usage) c["usage"] = nullptr;
     return c;
   };
-  auto delta_chunk = [&](json delta, json finish) {
+  auto delta_chunk = [&](json delta, json finish, json logprobs = nullptr) {
     return chunk({{"index", 0},
                   {"delta", std::move(delta)},
-                  {"logprobs", nullptr},
+                  {"logprobs", std::move(logprobs)},
                   {"finish_reason", std::move(finish)}});
   };
-  auto text_chunk = [&](std::string text, json finish) {
+  auto text_chunk = [&](std::string text, json finish, json logprobs = nullptr) {
     return chunk({{"text", std::move(text)},
                   {"index", 0},
-                  {"logprobs", nullptr},
+                  {"logprobs", std::move(logprobs)},
                   {"finish_reason", std::move(finish)}});
+  };
+  // Logprobs of tokens committed since the last content chunk go with the next one.
+  std::vector<TokenLogprob> pending_logprobs;
+  size_t logprobs_taken = 0;
+  size_t text_offset = r.echo ? r.prompt.size() : 0;
+  auto take_logprobs = [&]() -> json {
+    if (r.top_logprobs < 0) return nullptr;
+    json out = chat ? chat_logprobs(engine.vocab(), pending_logprobs)
+                    : completion_logprobs(engine.vocab(), pending_logprobs, &text_offset);
+    pending_logprobs.clear();
+    return out;
+  };
+  auto collect_logprobs = [&]() {  // with job->mutex held
+    if (r.top_logprobs < 0) return;
+    pending_logprobs.insert(pending_logprobs.end(),
+                            job->logprobs.begin() + static_cast<std::ptrdiff_t>(logprobs_taken),
+                            job->logprobs.end());
+    logprobs_taken = job->logprobs.size();
   };
 
   // What the client has: only ever appended to.
@@ -444,10 +513,11 @@ void OpenAiServer::completion(const HttpRequest& request, HttpResponder& respons
     if (end <= sent.size()) return;
     const std::string piece = full.substr(sent.size(), end - sent.size());
     sent = full.substr(0, end);
+    const bool content = std::string_view(key) != "reasoning_content";
     if (chat) {
-      send_event(delta_chunk({{key, piece}}, nullptr));
+      send_event(delta_chunk({{key, piece}}, nullptr, content ? take_logprobs() : json()));
     } else {
-      send_event(text_chunk(piece, nullptr));
+      send_event(text_chunk(piece, nullptr, take_logprobs()));
     }
   };
   auto emit_reply = [&](const Reply& now, bool final) {
@@ -494,6 +564,7 @@ void OpenAiServer::completion(const HttpRequest& request, HttpResponder& respons
       done = job->done;
       if (chat && job->tokens.size() != tokens_seen) tokens = job->tokens;
       if (!chat) text = job->text;
+      collect_logprobs();
     }
     if (!done && (write_failed || client_left())) {
       if (write_failed) {
@@ -527,14 +598,16 @@ void OpenAiServer::completion(const HttpRequest& request, HttpResponder& respons
   }
   int64_t reasoning_tokens = 0;
   bool has_calls = false;
+  collect_logprobs();
   if (chat) {
     const Reply reply = snapshot(job->tokens, &job->result, &reasoning_tokens);
     emit_reply(reply, true);
     has_calls = !reply.tool_calls.empty();
-    send_event(delta_chunk(json::object(), finish_reason(job->result.finish_reason, has_calls)));
+    send_event(delta_chunk(json::object(), finish_reason(job->result.finish_reason, has_calls),
+                           take_logprobs()));
   } else {
     emit_text(job->result.text, sent_text, "text", true);
-    send_event(text_chunk("", finish_reason(job->result.finish_reason, false)));
+    send_event(text_chunk("", finish_reason(job->result.finish_reason, false), take_logprobs()));
   }
   if (r.include_usage) {
     json c = chunk(nullptr);

@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
 
 #include "util/error.h"
 
@@ -28,6 +31,87 @@ const std::vector<double> kTokenBounds = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.0
                                           0.1,   0.25,   0.5,   1,    2.5};
 
 }  // namespace
+
+// A TokenController around the request's own (reasoning) controller, or none, that records
+// the raw distribution of every committed token. Only for plain decoding: the speculative loop
+// walks drafted tokens through clones, whose records go nowhere.
+class LogprobRecorder : public TokenController {
+ public:
+  using Sink = std::function<void(TokenLogprob)>;
+  LogprobRecorder(TokenController* inner, int top, Sink sink)
+      : inner_(inner), top_(top), sink_(std::move(sink)) {}
+  void set_context_size(int64_t n_ctx) override {
+    if (inner_) inner_->set_context_size(n_ctx);
+  }
+  void begin(std::span<const int32_t> prompt) override {
+    if (inner_) inner_->begin(prompt);
+  }
+  int32_t before_sample(std::span<float> logits) override {
+    record(logits);  // before the inner controller masks anything: the model's own numbers
+    return inner_ ? inner_->before_sample(logits) : -1;
+  }
+  void on_commit(int32_t token, bool forced) override {
+    const auto* reasoning = dynamic_cast<const ReasoningController*>(inner_);
+    auto answering = [&] {
+      return reasoning == nullptr || reasoning->state() == ReasoningController::State::kAnswering ||
+             reasoning->state() == ReasoningController::State::kOff;
+    };
+    TokenLogprob entry;
+    entry.token = token;
+    entry.content = answering();
+    if (inner_) inner_->on_commit(token, forced);
+    entry.content = entry.content && answering();
+    if (token >= 0 && static_cast<size_t>(token) < log_softmax_.size())
+      entry.logprob = log_softmax_[static_cast<size_t>(token)];
+    entry.top = top_list_;
+    if (sink_) sink_(std::move(entry));
+  }
+  bool must_continue() const override { return inner_ && inner_->must_continue(); }
+  std::vector<int32_t> forced_run() const override {
+    return inner_ ? inner_->forced_run() : std::vector<int32_t>{};
+  }
+  std::unique_ptr<TokenController> clone() const override {
+    // Clones exist only under speculative decoding, which the server does not combine with
+    // logprobs; a clone records nothing.
+    auto copy = std::make_unique<LogprobRecorder>(nullptr, top_, nullptr);
+    if (inner_) {
+      copy->owned_ = inner_->clone();
+      copy->inner_ = copy->owned_.get();
+    }
+    return copy;
+  }
+
+ private:
+  void record(std::span<const float> logits) {
+    float max = -std::numeric_limits<float>::infinity();
+    for (float x : logits) max = std::max(max, x);
+    double sum = 0;
+    for (float x : logits) sum += std::isfinite(x) ? std::exp(static_cast<double>(x - max)) : 0.0;
+    const float log_z = max + static_cast<float>(std::log(sum));
+    log_softmax_.resize(logits.size());
+    for (size_t i = 0; i < logits.size(); ++i) log_softmax_[i] = logits[i] - log_z;
+    top_list_.clear();
+    if (top_ <= 0) return;
+    std::vector<int32_t> ids(logits.size());
+    for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(i);
+    const size_t n = std::min(ids.size(), static_cast<size_t>(top_));
+    auto better = [&](int32_t a, int32_t b) {
+      const float la = log_softmax_[static_cast<size_t>(a)],
+                  lb = log_softmax_[static_cast<size_t>(b)];
+      return la > lb || (la == lb && a < b);
+    };
+    std::partial_sort(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(n), ids.end(), better);
+    for (size_t i = 0; i < n; ++i)
+      top_list_.emplace_back(ids[i], log_softmax_[static_cast<size_t>(ids[i])]);
+  }
+
+  TokenController* inner_;
+  int top_;
+  Sink sink_;
+  std::vector<float> log_softmax_;
+  std::vector<std::pair<int32_t, float>> top_list_;
+  std::unique_ptr<TokenController> owned_;  // a clone's copy of the inner controller
+};
 
 uint64_t Job::wait_for_update(uint64_t seen, std::chrono::milliseconds timeout) {
   std::unique_lock lock(mutex);
@@ -235,6 +319,16 @@ void Scheduler::run_job(Slot& slot, Job& job) {
     std::unique_ptr<ReasoningController> controller;
     if (job.use_controller) controller = engine_.controller(reasoning);
     gen.controller = controller.get();
+    std::unique_ptr<LogprobRecorder> recorder;
+    if (job.top_logprobs >= 0) {
+      if (slot.drafter) throw Error("logprobs are not recorded under speculative decoding");
+      recorder = std::make_unique<LogprobRecorder>(controller.get(), job.top_logprobs,
+                                                   [&job](TokenLogprob entry) {
+                                                     std::lock_guard lock(job.mutex);
+                                                     job.logprobs.push_back(std::move(entry));
+                                                   });
+      gen.controller = recorder.get();
+    }
     gen.on_text = [&](std::string_view text) {
       {
         std::lock_guard lock(job.mutex);

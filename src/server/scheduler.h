@@ -38,6 +38,15 @@
 
 namespace boltrt::server {
 
+// The model's log-probability of one committed token (log-softmax of its raw logits), with the
+// most likely alternatives at that position.
+struct TokenLogprob {
+  int32_t token = 0;
+  float logprob = 0;
+  bool content = true;                         // outside a thought block (and not its markers)
+  std::vector<std::pair<int32_t, float>> top;  // best first
+};
+
 // One request in flight: what to run, and what it produced so far (guarded by `mutex`).
 struct Job {
   // ---- set before submit(), read-only afterwards
@@ -47,6 +56,7 @@ struct Job {
       options;  // max_tokens, stop strings; callbacks and cancel are set by the worker
   ReasoningConfig reasoning;  // max_tokens filled in by the worker
   bool use_controller = true;
+  int top_logprobs = -1;  // >= 0: record TokenLogprob per token with that many alternatives
 
   // ---- set by the connection thread at any time
   std::atomic<bool> cancel{false};
@@ -57,11 +67,12 @@ struct Job {
   bool started = false;  // a slot took it
   bool done = false;
   int slot = -1;
-  std::vector<int32_t> tokens;    // committed tokens so far
-  std::string text;               // streamed text so far (stop strings held back)
-  GenerationResult result;        // when done
-  int64_t reasoning_tokens = -1;  // the controller's count when done (-1: no controller)
-  std::string error;              // when done and failed: one line
+  std::vector<int32_t> tokens;         // committed tokens so far
+  std::vector<TokenLogprob> logprobs;  // one per token when top_logprobs >= 0
+  std::string text;                    // streamed text so far (stop strings held back)
+  GenerationResult result;             // when done
+  int64_t reasoning_tokens = -1;       // the controller's count when done (-1: no controller)
+  std::string error;                   // when done and failed: one line
   std::chrono::steady_clock::time_point submitted, first_token, finished;
   uint64_t version = 0;  // bumped at every change
 
@@ -112,6 +123,8 @@ class Scheduler {
 
   SchedulerStats stats() const;
   int64_t n_ctx() const { return engine_.model().n_ctx(); }
+  // Whether the slots decode speculatively (--draft); logprobs are not recorded then.
+  bool speculative() const { return slots_.front()->drafter != nullptr; }
   batch::BatchEngine& engine() { return engine_; }
 
   // Metrics (Prometheus text), updated as jobs finish.
