@@ -332,6 +332,24 @@ TEST_F(ServeTiny, KeepAliveServesSeveralRequestsOnOneConnection) {
   }
 }
 
+TEST_F(ServeTiny, PipelinedRequestsAreAnsweredInOrder) {
+  HttpClient c(port());
+  // Two requests in one write, a stray CRLF between them (tolerated, RFC 9112 §2.2).
+  ASSERT_TRUE(
+      c.send_raw("GET /health HTTP/1.1\r\nHost: x\r\n\r\n\r\nGET /v1/models HTTP/1.1\r\nHost: x\r\n"
+                 "Connection: close\r\n\r\n"));
+  ASSERT_TRUE(c.read_until_closed(10s));
+  const std::string& raw = c.received();
+  const HttpResponse first = boltrt::test::parse_response(raw);
+  EXPECT_EQ(first.body, "{\"status\":\"ok\"}");
+  const size_t second_at = raw.find("HTTP/1.1", 1);
+  ASSERT_NE(second_at, std::string::npos) << raw;
+  const HttpResponse second = boltrt::test::parse_response(raw.substr(second_at));
+  EXPECT_EQ(second.status, 200);
+  EXPECT_EQ(second.headers.at("connection"), "close");
+  EXPECT_EQ(json::parse(second.body)["object"], "list");
+}
+
 TEST_F(ServeTiny, HttpLevelErrors) {
   {  // chunked request bodies are refused
     HttpClient c(port());

@@ -75,8 +75,9 @@ const std::string* HttpRequest::header(std::string_view name) const {
   return nullptr;
 }
 
-ParseStatus parse_http_request(std::string_view buffer, const HttpLimits& limits,
-                               HttpRequest& out) {
+namespace {
+
+ParseStatus parse_one(std::string_view buffer, const HttpLimits& limits, HttpRequest& out) {
   // Lines end with CRLF (a bare LF is accepted, as RFC 9112 allows); the head ends with an empty
   // line.
   size_t head_end = std::string_view::npos;  // index just past the empty line
@@ -199,6 +200,19 @@ ParseStatus parse_http_request(std::string_view buffer, const HttpLimits& limits
   s.kind = ParseStatus::kComplete;
   s.headers_done = true;
   s.consumed = head_end + out.content_length;
+  return s;
+}
+
+}  // namespace
+
+ParseStatus parse_http_request(std::string_view buffer, const HttpLimits& limits,
+                               HttpRequest& out) {
+  // RFC 9112 §2.2: empty lines before a request line are ignored (some clients send a CRLF
+  // after a body); a few, not an endless stream of them.
+  size_t skip = 0;
+  while (skip < buffer.size() && skip < 8 && (buffer[skip] == '\r' || buffer[skip] == '\n')) ++skip;
+  ParseStatus s = parse_one(buffer.substr(skip), limits, out);
+  if (s.kind == ParseStatus::kComplete) s.consumed += skip;
   return s;
 }
 

@@ -253,6 +253,9 @@ void OpenAiServer::handle(const HttpRequest& request, HttpResponder& response) {
     completion(request, response, path == "/v1/chat/completions");
   } catch (const ApiError& e) {
     if (!response.responded()) send_error(e.status, e.what(), e.param, e.code, {});
+  } catch (const std::exception& e) {
+    // A bug, not the client's fault: still one JSON error, and the server goes on.
+    if (!response.responded()) send_error(500, fmt::format("internal error: {}", e.what()));
   }
 }
 
@@ -308,6 +311,11 @@ void OpenAiServer::completion(const HttpRequest& request, HttpResponder& respons
   } catch (const Error& e) {
     throw ApiError(400, e.what(), "reasoning_budget");
   }
+  try {
+    job->sampling.validate();
+  } catch (const Error& e) {
+    throw ApiError(400, e.what());
+  }
 
   PreparedPrompt prompt;
   try {
@@ -334,6 +342,21 @@ void OpenAiServer::completion(const HttpRequest& request, HttpResponder& respons
         {{"Retry-After", std::to_string(options_.retry_after_s)}});
     return;
   }
+
+  // However this handler ends (an answer, a vanished client, an exception), a job still
+  // queued or running is cancelled: nobody would read it.
+  struct CancelUnfinished {
+    Scheduler& scheduler;
+    std::shared_ptr<Job> job;
+    ~CancelUnfinished() {
+      bool done;
+      {
+        std::lock_guard lock(job->mutex);
+        done = job->done;
+      }
+      if (!done) scheduler.withdraw(job);
+    }
+  } cancel_unfinished{scheduler_, job};
 
   const std::string id = fmt::format("{}-{}", chat ? "chatcmpl" : "cmpl", next_id_++);
   const int64_t created = static_cast<int64_t>(std::time(nullptr));
