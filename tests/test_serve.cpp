@@ -233,19 +233,35 @@ TEST_F(ServeTiny, StreamEqualsNonStreamAndIsFramedAsSse) {
 }
 
 TEST_F(ServeTiny, PrefixCacheReportsCachedTokens) {
-  // A conversation that grows: the second request starts with every token of the first prompt.
-  json first = chat_body("Where is the library?", 8);
-  first["messages"][0]["content"] = "Where is the library?";
+  // Turn 1, then the same conversation with the reply and a new question: the slot pre-filled
+  // the reply as history after answering, so turn 2 computes only its new user turn.
+  const json first = chat_body("Where is the library?", 16);
   const HttpResponse a = post(port(), "/v1/chat/completions", first);
   ASSERT_EQ(a.status, 200);
-  const HttpResponse b = post(port(), "/v1/chat/completions", first);
+  const json answer = json::parse(a.body);
+  const json ua = answer["usage"];
+  json second = first;
+  second["messages"].push_back(
+      {{"role", "assistant"}, {"content", answer["choices"][0]["message"]["content"]}});
+  second["messages"].push_back({{"role", "user"}, {"content", "And then?"}});
+  std::this_thread::sleep_for(200ms);  // the pre-fill runs while the client "types"
+  const HttpResponse b = post(port(), "/v1/chat/completions", second);
   ASSERT_EQ(b.status, 200);
-  const json ua = json::parse(a.body)["usage"], ub = json::parse(b.body)["usage"];
-  // Same prompt: everything but the last token (re-run for its logits) comes from the cache.
-  EXPECT_EQ(ub["prompt_tokens"], ua["prompt_tokens"]);
-  EXPECT_EQ(ub["prompt_tokens_details"]["cached_tokens"], ua["prompt_tokens"].get<int>() - 1);
-  EXPECT_EQ(json::parse(b.body)["choices"][0]["message"]["content"],
-            json::parse(a.body)["choices"][0]["message"]["content"]);
+  const json ub = json::parse(b.body)["usage"];
+  const int cached = ub["prompt_tokens_details"]["cached_tokens"];
+  const int computed = ub["prompt_tokens"].get<int>() - cached;
+  EXPECT_GT(cached, ua["prompt_tokens"].get<int>()) << "the reply itself came from the cache";
+  // What is new: "<|turn>user\nAnd then?<turn|>\n" and the generation prompt.
+  EXPECT_LE(computed, 16) << ub.dump();
+
+  // The same request again (a retry) shares all but the pre-filled thought channel and the
+  // last token (re-run for its logits) with that slot or the other one.
+  const HttpResponse c = post(port(), "/v1/chat/completions", second);
+  const json uc = json::parse(c.body)["usage"];
+  EXPECT_GE(uc["prompt_tokens_details"]["cached_tokens"].get<int>(),
+            uc["prompt_tokens"].get<int>() - 4);
+  EXPECT_EQ(json::parse(c.body)["choices"][0]["message"]["content"],
+            json::parse(b.body)["choices"][0]["message"]["content"]);
 }
 
 TEST_F(ServeTiny, BadRequestsNameTheField) {
@@ -446,6 +462,71 @@ TEST(Serve, SlowAndSilentClientsAreDropped) {
   }
   // The server still serves.
   EXPECT_EQ(http_request(server.port(), "GET", "/health").status, 200);
+  EXPECT_EQ(server.terminate(), 0);
+}
+
+// The content of one streamed chat answer read off the raw SSE body ("" when malformed).
+std::string streamed_content(const HttpResponse& r) {
+  if (r.status != 200 || !r.complete) return "<status " + std::to_string(r.status) + ">";
+  std::string content;
+  bool finished = false, done = false;
+  for (const std::string& event : sse_events(r.body)) {
+    if (event == "[DONE]") {
+      done = true;
+      continue;
+    }
+    const json chunk = json::parse(event, nullptr, false);
+    if (chunk.is_discarded() || !chunk.contains("choices")) return "<bad chunk>";
+    for (const json& c : chunk["choices"]) {
+      if (c["delta"].contains("content") && c["delta"]["content"].is_string())
+        content += c["delta"]["content"].get<std::string>();
+      if (!c["finish_reason"].is_null()) finished = true;
+    }
+  }
+  return finished && done ? content : "<unfinished>";
+}
+
+TEST(Serve, ThirtyTwoConcurrentStreamsEqualSequentialRunsWhileClientsVanish) {
+  ServeProcess server(
+      {"-m", tiny_model(), "-t", "2", "--parallel", "8", "--max-queue", "128", "-c", "512"});
+  const std::vector<std::string> prompts = {"Who is Mr. Darcy?", "Describe the weather.",
+                                            "What is your favourite book?", "Tell me a secret."};
+  std::vector<std::string> sequential;
+  for (const auto& p : prompts) {
+    const HttpResponse r = post(server.port(), "/v1/chat/completions", chat_body(p, 32));
+    ASSERT_EQ(r.status, 200) << r.body;
+    sequential.push_back(json::parse(r.body)["choices"][0]["message"]["content"]);
+  }
+  constexpr int kClients = 32, kRequests = 4, kVanishing = 8;
+  std::vector<std::vector<std::string>> got(kClients);
+  std::vector<std::thread> threads;
+  for (int c = 0; c < kClients; ++c) {
+    threads.emplace_back([&, c] {
+      for (int k = 0; k < kRequests; ++k) {
+        const HttpResponse r = http_request(server.port(), "POST", "/v1/chat/completions",
+                                            chat_body(prompts[(c + k) % 4], 32, true).dump());
+        got[c].push_back(streamed_content(r));
+      }
+    });
+  }
+  for (int v = 0; v < kVanishing; ++v) {  // read the first chunk, then go away
+    threads.emplace_back([&] {
+      HttpClient client(server.port());
+      const std::string body = chat_body("Talk for a long time.", 400, true).dump();
+      client.send_raw("POST /v1/chat/completions HTTP/1.1\r\nContent-Length: " +
+                      std::to_string(body.size()) + "\r\n\r\n" + body);
+      client.read_until("data: ", 60s);
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int c = 0; c < kClients; ++c) {
+    ASSERT_EQ(got[c].size(), static_cast<size_t>(kRequests));
+    for (int k = 0; k < kRequests; ++k)
+      EXPECT_EQ(got[c][k], sequential[(c + k) % 4]) << "client " << c << " request " << k;
+  }
+  EXPECT_EQ(http_request(server.port(), "GET", "/health").status, 200);
+  const HttpResponse after = post(server.port(), "/v1/chat/completions", chat_body(prompts[0], 32));
+  EXPECT_EQ(json::parse(after.body)["choices"][0]["message"]["content"], sequential[0]);
   EXPECT_EQ(server.terminate(), 0);
 }
 

@@ -402,6 +402,17 @@ void OpenAiServer::completion(const HttpRequest& request, HttpResponder& respons
     return u;
   };
 
+  // After the answer went out: pre-fill the conversation with this reply as history into the
+  // slot, so that its next turn computes only what is new (the template renders a past reply
+  // differently from the tokens generated for it, e.g. without an empty thought channel).
+  const bool thinking = chat && job->reasoning.enable_thinking();
+  auto warm_history = [&](const Reply& reply, int slot, FinishReason finish) {
+    if (!chat || slot < 0 || finish == FinishReason::kCancelled) return;
+    json message = {{"role", "assistant"}, {"content", reply.content}};
+    if (!reply.tool_calls.empty()) message["tool_calls"] = reply.tool_calls;
+    scheduler_.warm(slot, engine.history_tokens(br, message, thinking));
+  };
+
   // Waits for the job, watching the client; returns false when the client left (the job is
   // then cancelled and its slot freed).
   uint64_t seen = 0;
@@ -429,6 +440,7 @@ void OpenAiServer::completion(const HttpRequest& request, HttpResponder& respons
     std::lock_guard lock(job->mutex);
     if (!job->error.empty()) throw ApiError(shutting_down_ ? 503 : 500, job->error);
     int64_t reasoning_tokens = 0;
+    Reply history_reply;
     json body;
     body["id"] = id;
     body["object"] = chat ? "chat.completion" : "text_completion";
@@ -437,6 +449,7 @@ void OpenAiServer::completion(const HttpRequest& request, HttpResponder& respons
     body["system_fingerprint"] = kFingerprint;
     if (chat) {
       const Reply reply = snapshot(job->tokens, &job->result, &reasoning_tokens);
+      history_reply = reply;
       json message;
       message["role"] = "assistant";
       message["content"] =
@@ -463,6 +476,7 @@ void OpenAiServer::completion(const HttpRequest& request, HttpResponder& respons
     }
     body["usage"] = usage_of(*job, reasoning_tokens).to_json(chat);
     response.send(200, kJson, dump(body));
+    if (chat) warm_history(history_reply, job->slot, job->result.finish_reason);
     return;
   }
 
@@ -622,8 +636,10 @@ void OpenAiServer::completion(const HttpRequest& request, HttpResponder& respons
   int64_t reasoning_tokens = 0;
   bool has_calls = false;
   collect_logprobs();
+  Reply history_reply;
   if (chat) {
     const Reply reply = snapshot(job->tokens, &job->result, &reasoning_tokens);
+    history_reply = reply;
     emit_reply(reply, true);
     has_calls = !reply.tool_calls.empty();
     send_event(delta_chunk(json::object(), finish_reason(job->result.finish_reason, has_calls),
@@ -639,6 +655,7 @@ void OpenAiServer::completion(const HttpRequest& request, HttpResponder& respons
   }
   if (!write_failed) write_failed = !response.write_chunk("data: [DONE]\n\n");
   response.end_stream();
+  if (!write_failed) warm_history(history_reply, job->slot, job->result.finish_reason);
 }
 
 }  // namespace boltrt::server

@@ -198,13 +198,38 @@ bool Scheduler::withdraw(const std::shared_ptr<Job>& job) {
   return true;
 }
 
+void Scheduler::warm(int slot_index, std::vector<int32_t> tokens) {
+  if (!options_.prefix_cache || tokens.empty()) return;
+  std::lock_guard lock(mutex_);
+  if (stopping_ || !queue_.empty()) return;
+  Slot& slot = *slots_.at(static_cast<size_t>(slot_index));
+  if (slot.busy) return;
+  const size_t shared = common_prefix(slot.cached, tokens);
+  if (shared >= tokens.size()) return;  // already there
+  auto job = std::make_shared<Job>();
+  job->prompt = std::move(tokens);
+  job->options.max_tokens = 0;  // prefill only
+  job->use_controller = false;
+  job->sampling.temperature = 0;
+  job->submitted = Clock::now();
+  slot.busy = true;
+  slot.warming = true;
+  slot.job = std::move(job);
+  work_.notify_all();
+}
+
 void Scheduler::dispatch() {
   while (!queue_.empty()) {
     std::shared_ptr<Job> job = queue_.front();
     Slot* best = nullptr;
     size_t best_prefix = 0;
+    size_t warming_prefix = 0;  // the most a warming slot will share once it is done
     for (auto& slot : slots_) {
-      if (slot->busy) continue;
+      if (slot->busy) {
+        if (slot->warming && options_.prefix_cache)
+          warming_prefix = std::max(warming_prefix, common_prefix(slot->job->prompt, job->prompt));
+        continue;
+      }
       const size_t prefix = options_.prefix_cache ? common_prefix(slot->cached, job->prompt) : 0;
       // The longest shared prefix; among equals the slot whose cache is worth least.
       if (best == nullptr || prefix > best_prefix ||
@@ -214,6 +239,7 @@ void Scheduler::dispatch() {
       }
     }
     if (best == nullptr) return;
+    if (warming_prefix > best_prefix) return;  // its slot is nearly ready: worth the wait
     queue_.pop_front();
     best->busy = true;
     best->job = std::move(job);
@@ -228,7 +254,7 @@ void Scheduler::stop() {
     stopping_ = true;
     dropped.swap(queue_);
     for (auto& slot : slots_)
-      if (slot->job) slot->job->cancel = true;
+      if (slot->job) slot->job->cancel = true;  // a warming pre-fill too
     work_.notify_all();
     idle_.notify_all();
   }
@@ -269,7 +295,20 @@ void Scheduler::worker(int index) {
       if (slot.job == nullptr) return;  // stopping with nothing assigned
       job = slot.job;
     }
-    run_job(slot, *job);
+    const bool warming = slot.warming;
+    if (warming) {
+      try {
+        batch::SequenceBatcher::Participation participation(batcher_);
+        GenerationOptions gen = job->options;
+        gen.cancel = &job->cancel;
+        const GenerationResult r = slot.generator->generate(job->prompt, gen);
+        warmed_tokens_ += static_cast<uint64_t>(r.stats.n_prompt_evaluated);
+      } catch (const std::exception&) {
+        slot.generator->reset();
+      }
+    } else {
+      run_job(slot, *job);
+    }
     {
       // The slot is free (and its cache known to dispatch) before the job is reported done: a
       // client that sends its next turn as soon as it has this answer finds the slot again.
@@ -277,6 +316,7 @@ void Scheduler::worker(int index) {
       slot.cached = slot.generator->cached_tokens();
       slot.job.reset();
       slot.busy = false;
+      slot.warming = false;
       if (!stopping_) dispatch();
       idle_.notify_all();
     }
@@ -306,7 +346,6 @@ void Scheduler::run_job(Slot& slot, Job& job) {
   int64_t reasoning_tokens = -1;
   Clock::time_point last_token = t_start;
   try {
-    if (job.cancel) throw Error("cancelled before it started");
     SamplerConfig sampling = job.sampling;
     sampling.validate();
     if (!options_.prefix_cache) slot.generator->reset();
@@ -354,7 +393,9 @@ void Scheduler::run_job(Slot& slot, Job& job) {
       job.changed.notify_all();
       return !job.cancel.load();
     };
-    {
+    if (job.cancel) {  // its client left while it waited for this slot
+      result.finish_reason = FinishReason::kCancelled;
+    } else {
       batch::SequenceBatcher::Participation participation(batcher_);
       result = slot.generator->generate(job.prompt, gen);
     }
@@ -405,6 +446,9 @@ std::string Scheduler::metrics() const {
   counter("boltrt:prompt_tokens_cached_total", "Prompt tokens reused from a slot's cache.",
           cached_tokens_.load());
   counter("boltrt:generation_tokens_total", "Generated tokens.", generated_tokens_.load());
+  counter("boltrt:history_prefill_tokens_total",
+          "Tokens of a reply pre-filled as history while its slot was idle.",
+          warmed_tokens_.load());
   out +=
       "# HELP boltrt:generations_total Generations by outcome.\n"
       "# TYPE boltrt:generations_total counter\n";

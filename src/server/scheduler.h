@@ -114,6 +114,11 @@ class Scheduler {
 
   // Queues a job; false when the queue is full (the job is not taken).
   bool submit(const std::shared_ptr<Job>& job);
+  // Pre-fills `tokens` (a conversation's history with the reply just given) into `slot` while
+  // it is idle, so that the conversation's next turn finds them cached. Does nothing when the
+  // slot is busy or requests are waiting. A queued request that shares more with the warming
+  // slot than with any free one waits for it.
+  void warm(int slot, std::vector<int32_t> tokens);
   // Drops a job that has not started (true), else sets its cancel flag (false).
   bool withdraw(const std::shared_ptr<Job>& job);
   // Cancels every job (queued ones finish at once as cancelled) and stops the workers.
@@ -138,6 +143,7 @@ class Scheduler {
     std::shared_ptr<Job> job;     // assigned, not yet taken by the worker, or running
     std::vector<int32_t> cached;  // what its cache held after its last job
     bool busy = false;
+    bool warming = false;  // its job is a warm() pre-fill
     std::thread thread;
   };
   void worker(int index);
@@ -156,7 +162,7 @@ class Scheduler {
 
   // Metrics
   std::atomic<uint64_t> prompt_tokens_{0}, cached_tokens_{0}, generated_tokens_{0};
-  std::atomic<uint64_t> finished_{0}, cancelled_{0}, failed_{0};
+  std::atomic<uint64_t> finished_{0}, cancelled_{0}, failed_{0}, warmed_tokens_{0};
   Histogram ttft_, e2e_, queue_time_, inter_token_;
 };
 
