@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -101,6 +102,9 @@ TEST_F(ServeTiny, HealthModelsAndRoutes) {
   HttpResponse r = http_request(port(), "GET", "/health");
   EXPECT_EQ(r.status, 200);
   EXPECT_EQ(json::parse(r.body)["status"], "ok");
+  EXPECT_EQ(r.headers.at("x-request-id").rfind("req-", 0), 0u);
+  r = http_request(port(), "GET", "/v1/models", "", "X-Request-Id: trace-42\r\n");
+  EXPECT_EQ(r.headers.at("x-request-id"), "trace-42");
   r = http_request(port(), "GET", "/v1/models");
   ASSERT_EQ(r.status, 200);
   const json models = json::parse(r.body);
@@ -434,6 +438,30 @@ TEST(Serve, DraftGivesTheSameGreedyAnswer) {
             json::parse(a.body)["choices"][0]["message"]["content"]);
   EXPECT_EQ(plain.terminate(), 0);
   EXPECT_EQ(drafted.terminate(), 0);
+}
+
+TEST(Serve, ApiKeyFromAFile) {
+  const std::string dir = boltrt::test::scratch_dir("serve_key_file");
+  {
+    std::ofstream(dir + "/key") << "from-a-file\n";
+    std::ofstream(dir + "/empty") << "\n";
+  }
+  ServeProcess server({"-m", tiny_model(), "-t", "1", "--api-key-file", dir + "/key"});
+  EXPECT_EQ(
+      http_request(server.port(), "GET", "/v1/models", "", "Authorization: Bearer from-a-file\r\n")
+          .status,
+      200);
+  EXPECT_EQ(
+      http_request(server.port(), "GET", "/v1/models", "", "X-Api-Key: from-a-file\r\n").status,
+      200);
+  expect_error(http_request(server.port(), "GET", "/v1/models", "", "X-Api-Key: from-a-fil\r\n"),
+               401, "");
+  EXPECT_EQ(server.terminate(), 0);
+  const auto bad =
+      boltrt::test::run_command_split(boltrt::test::cli_path() + " serve -m " + tiny_model() +
+                                      " --port 0 --api-key-file " + dir + "/empty");
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_NE(bad.err.find("the API key file is empty"), std::string::npos) << bad.err;
 }
 
 TEST(Serve, SlowAndSilentClientsAreDropped) {

@@ -298,6 +298,7 @@ std::string HttpResponder::head(int status, std::string_view content_type, const
     h += "Transfer-Encoding: chunked\r\n";
   }
   for (const auto& [k, v] : extra) h += fmt::format("{}: {}\r\n", k, v);
+  for (const auto& [k, v] : always_) h += fmt::format("{}: {}\r\n", k, v);
   if (stop_.load()) keep_alive_ = false;
   h += keep_alive_ ? "Connection: keep-alive\r\n" : "Connection: close\r\n";
   h += "\r\n";

@@ -86,6 +86,11 @@ class HttpResponder {
   bool client_gone();
   // Closes the connection after this response (e.g. while shutting down).
   void close_after() { keep_alive_ = false; }
+  // A header every response of this request carries (set before responding). The value must
+  // not contain CR or LF.
+  void add_header(std::string name, std::string value) {
+    always_.emplace_back(std::move(name), std::move(value));
+  }
 
   bool responded() const { return responded_; }
   bool keep_alive() const { return keep_alive_ && !failed_; }
@@ -101,6 +106,7 @@ class HttpResponder {
   const HttpLimits& limits_;
   bool keep_alive_;
   const std::atomic<bool>& stop_;
+  HttpHeaders always_;
   bool responded_ = false;
   bool streaming_ = false;
   bool failed_ = false;

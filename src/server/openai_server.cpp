@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <ctime>
 #include <nlohmann/json.hpp>
@@ -166,7 +167,16 @@ std::string OpenAiServer::metrics() const {
 }
 
 void OpenAiServer::handle(const HttpRequest& request, HttpResponder& response) {
-  ++http_requests_;
+  const uint64_t number = ++http_requests_;
+  // x-request-id: the client's when it is a short token, else ours; the SDKs expose it.
+  std::string request_id = fmt::format("req-{}", number);
+  if (const std::string* given = request.header("x-request-id");
+      given && !given->empty() && given->size() <= 128 &&
+      std::all_of(given->begin(), given->end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+      }))
+    request_id = *given;
+  response.add_header("x-request-id", request_id);
   auto send_error = [&](int status, std::string_view message, std::string_view param = "",
                         std::string_view code = "", const HttpHeaders& extra = {}) {
     if (status >= 400 && status < 500) ++client_errors_;
