@@ -420,7 +420,7 @@ void OpenAiServer::completion(const HttpRequest& request, HttpResponder& respons
     if (!chat || slot < 0 || finish == FinishReason::kCancelled) return;
     json message = {{"role", "assistant"}, {"content", reply.content}};
     if (!reply.tool_calls.empty()) message["tool_calls"] = reply.tool_calls;
-    scheduler_.warm(slot, engine.history_tokens(br, message, thinking));
+    scheduler_.warm(slot, job->slot_epoch, engine.history_tokens(br, message, thinking));
   };
 
   // Waits for the job, watching the client; returns false when the client left (the job is

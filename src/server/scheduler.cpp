@@ -198,12 +198,12 @@ bool Scheduler::withdraw(const std::shared_ptr<Job>& job) {
   return true;
 }
 
-void Scheduler::warm(int slot_index, std::vector<int32_t> tokens) {
+void Scheduler::warm(int slot_index, uint64_t epoch, std::vector<int32_t> tokens) {
   if (!options_.prefix_cache || tokens.empty()) return;
   std::lock_guard lock(mutex_);
   if (stopping_ || !queue_.empty()) return;
   Slot& slot = *slots_.at(static_cast<size_t>(slot_index));
-  if (slot.busy) return;
+  if (slot.busy || slot.epoch != epoch) return;
   const size_t shared = common_prefix(slot.cached, tokens);
   if (shared >= tokens.size()) return;  // already there
   auto job = std::make_shared<Job>();
@@ -242,6 +242,7 @@ void Scheduler::dispatch() {
     if (warming_prefix > best_prefix) return;  // its slot is nearly ready: worth the wait
     queue_.pop_front();
     best->busy = true;
+    job->slot_epoch = ++best->epoch;
     best->job = std::move(job);
     work_.notify_all();
   }

@@ -67,6 +67,7 @@ struct Job {
   bool started = false;  // a slot took it
   bool done = false;
   int slot = -1;
+  uint64_t slot_epoch = 0;             // the slot's epoch when it took this job (see warm())
   std::vector<int32_t> tokens;         // committed tokens so far
   std::vector<TokenLogprob> logprobs;  // one per token when top_logprobs >= 0
   std::string text;                    // streamed text so far (stop strings held back)
@@ -118,7 +119,8 @@ class Scheduler {
   // it is idle, so that the conversation's next turn finds them cached. Does nothing when the
   // slot is busy or requests are waiting. A queued request that shares more with the warming
   // slot than with any free one waits for it.
-  void warm(int slot, std::vector<int32_t> tokens);
+  // `epoch` is the finished job's slot_epoch: a slot that ran anything since keeps its cache.
+  void warm(int slot, uint64_t epoch, std::vector<int32_t> tokens);
   // Drops a job that has not started (true), else sets its cancel flag (false).
   bool withdraw(const std::shared_ptr<Job>& job);
   // Cancels every job (queued ones finish at once as cancelled) and stops the workers.
@@ -144,6 +146,7 @@ class Scheduler {
     std::vector<int32_t> cached;  // what its cache held after its last job
     bool busy = false;
     bool warming = false;  // its job is a warm() pre-fill
+    uint64_t epoch = 0;    // requests it has taken
     std::thread thread;
   };
   void worker(int index);
