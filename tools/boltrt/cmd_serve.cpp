@@ -49,7 +49,7 @@ struct ServeArgs {
   int threads = 0;
   int64_t context = 4096;
   std::string kv_type = "f16";
-  std::string device = "cpu";
+  std::string device = "auto";
   int64_t max_tokens = -1;
   SamplerConfig sampling;
   CLI::Option *temp = nullptr, *top_p = nullptr, *top_k = nullptr, *min_p = nullptr,
