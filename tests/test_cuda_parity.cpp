@@ -49,37 +49,6 @@ class CudaParity : public ::testing::TestWithParam<Case> {
   void SetUp() override { BOLTRT_SKIP_WITHOUT_CUDA_DEVICE(); }
 };
 
-[[maybe_unused]] void expect_matches(const test::Golden& g, const std::vector<float>& logits,
-                                     double tol, const std::string& mode) {
-  const int64_t V = g.n_vocab;
-  double worst = 0;
-  for (size_t r = 0; r < g.positions.size(); ++r) {
-    const uint32_t pos = g.positions[r];
-    const float* ref = g.logits.data() + r * static_cast<size_t>(V);
-    const float* got = logits.data() + static_cast<size_t>(pos) * static_cast<size_t>(V);
-    double max_ref = 0, max_diff = 0;
-    int64_t arg_ref = 0, arg_got = 0;
-    for (int64_t v = 0; v < V; ++v) {
-      max_ref = std::max(max_ref, std::fabs(static_cast<double>(ref[v])));
-      max_diff = std::max(max_diff, std::fabs(static_cast<double>(ref[v]) - got[v]));
-      if (ref[v] > ref[arg_ref]) arg_ref = v;
-      if (got[v] > got[arg_got]) arg_got = v;
-    }
-    const double rel = max_diff / max_ref;
-    worst = std::max(worst, rel);
-    double second = -1e30;
-    for (int64_t v = 0; v < V; ++v) {
-      if (v != arg_ref) second = std::max(second, static_cast<double>(ref[v]));
-    }
-    EXPECT_LE(rel, tol) << mode << ": position " << pos;
-    if (ref[arg_ref] - second > tol * max_ref) {
-      EXPECT_EQ(arg_got, arg_ref) << mode << ": position " << pos;
-    }
-  }
-  std::printf("  %-14s worst max|dlogit| / max|logit| = %.2e (limit %.0e)\n", mode.c_str(), worst,
-              tol);
-}
-
 TEST_P(CudaParity, MatchesLlamaCpp) {
 #if defined(BOLTRT_HAVE_CUDA)
   const Case& c = GetParam();
@@ -105,7 +74,7 @@ TEST_P(CudaParity, MatchesLlamaCpp) {
   {
     cuda::Gemma4CudaSession s(device, so);
     const auto out = s.decode(g.tokens, /*all_logits=*/true);
-    expect_matches(g, std::vector<float>(out.begin(), out.end()), tol, "prefill");
+    test::expect_matches(g, std::vector<float>(out.begin(), out.end()), tol, "prefill");
   }
   if (c.token_by_token) {
     cuda::Gemma4CudaSession s(device, so);
@@ -114,7 +83,7 @@ TEST_P(CudaParity, MatchesLlamaCpp) {
       const auto out = s.decode(std::span<const int32_t>(&g.tokens[static_cast<size_t>(i)], 1));
       std::copy(out.begin(), out.end(), all.begin() + i * V);
     }
-    expect_matches(g, all, tol, "token-by-token");
+    test::expect_matches(g, all, tol, "token-by-token");
   }
 #endif
 }

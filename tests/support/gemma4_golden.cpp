@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <stdexcept>
@@ -53,6 +56,47 @@ void expect_same_model(const Golden& g, const std::string& path) {
   ASSERT_EQ(fnv1a64(path), g.model_hash)
       << path << " differs from the model the golden was made from (did the synthesizer change?"
       << " then rerun tests/data/gemma4/make_goldens.sh)";
+}
+
+void expect_matches(const Golden& g, const std::vector<float>& logits, double tol,
+                    const std::string& mode, bool moe_quantized) {
+  const int64_t V = g.n_vocab;
+  double worst = 0;
+  int64_t outliers = 0;  // positions over tol or with a different clear argmax
+  for (size_t r = 0; r < g.positions.size(); ++r) {
+    const uint32_t pos = g.positions[r];
+    const float* ref = g.logits.data() + r * static_cast<size_t>(V);
+    const float* got = logits.data() + static_cast<size_t>(pos) * static_cast<size_t>(V);
+    double max_ref = 0, max_diff = 0;
+    int64_t arg_ref = 0, arg_got = 0;
+    for (int64_t v = 0; v < V; ++v) {
+      max_ref = std::max(max_ref, std::fabs(static_cast<double>(ref[v])));
+      max_diff = std::max(max_diff, std::fabs(static_cast<double>(ref[v]) - got[v]));
+      if (ref[v] > ref[arg_ref]) arg_ref = v;
+      if (got[v] > got[arg_got]) arg_got = v;
+    }
+    const double rel = max_diff / max_ref;
+    worst = std::max(worst, rel);
+    double second = -1e30;
+    for (int64_t v = 0; v < V; ++v) {
+      if (v != arg_ref) second = std::max(second, static_cast<double>(ref[v]));
+    }
+    const bool clear_argmax = ref[arg_ref] - second > tol * max_ref;
+    if (moe_quantized) {
+      EXPECT_LE(rel, 0.5) << mode << ": position " << pos;
+      if (rel > tol || (clear_argmax && arg_got != arg_ref)) ++outliers;
+      continue;
+    }
+    EXPECT_LE(rel, tol) << mode << ": position " << pos;
+    if (clear_argmax) {
+      EXPECT_EQ(arg_got, arg_ref) << mode << ": position " << pos;
+    }
+  }
+  if (moe_quantized) {
+    EXPECT_LE(outliers * 10, static_cast<int64_t>(g.positions.size())) << mode;
+  }
+  std::printf("  %-14s worst max|dlogit| / max|logit| = %.2e, outliers %lld\n", mode.c_str(), worst,
+              static_cast<long long>(outliers));
 }
 
 }  // namespace boltrt::test

@@ -21,5 +21,11 @@ Golden read_golden(const std::string& path);
 uint64_t fnv1a64(const std::string& path);
 // The synthesizer must reproduce the golden's model byte for byte (a gtest assertion).
 void expect_same_model(const Golden& g, const std::string& path);
+// Compares logits rows (position-major, all positions) against the golden at its positions:
+// max |dlogit| <= tol * max |logit| per row and the argmax where the golden's top two logits are
+// further apart than that (gtest expectations, one line of the worst error printed).
+// moe_quantized: test_gemma4_parity's 90 % rule for quantized MoE instead of every position.
+void expect_matches(const Golden& g, const std::vector<float>& logits, double tol,
+                    const std::string& mode, bool moe_quantized = false);
 
 }  // namespace boltrt::test
