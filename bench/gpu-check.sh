@@ -37,6 +37,7 @@ if ! timeout "$BUILD_LIMIT" cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release
      -DBOLTRT_WERROR=OFF -DCMAKE_CUDA_ARCHITECTURES="$ARCH" "${DEPS[@]}" > "$OUT/configure.log" 2>&1 ||
    ! timeout "$BUILD_LIMIT" cmake --build $B -j"$JOBS" --target boltrt test_cuda_gemv test_cuda_ops \
      test_cuda_math test_cuda_device test_cuda_gemma4 test_cuda_gemm test_cuda_moe test_dequant_sub32 \
+     test_cuda_parity test_cuda_dflash \
      bench_cuda_gemv bench_cuda_gemm bench_cuda_attention bench_cuda_moe > "$OUT/build.log" 2>&1; then
   echo "BUILD FAILED (see configure.log, build.log)" >> "$REPORT"
   tail -20 "$OUT/configure.log"; tail -40 "$OUT/build.log"; cat "$REPORT"; exit 1
@@ -46,8 +47,13 @@ status=0
 
 # --- tests: every CUDA test, each with a timeout; a SKIPPED test counts as a failure here
 echo; echo "## tests" >> "$REPORT"
+# the kernel self-check first: the same checks the emulator passes in CI, on the real device
+echo; echo "## boltrt selftest --device cuda" >> "$REPORT"
+echo '```' >> "$REPORT"
+timeout 60 "$B/boltrt" selftest --device cuda >> "$REPORT" 2>&1 || status=1
+echo '```' >> "$REPORT"
 for t in test_cuda_math test_dequant_sub32 test_cuda_gemv test_cuda_gemm test_cuda_ops test_cuda_moe \
-         test_cuda_device test_cuda_gemma4; do
+         test_cuda_device test_cuda_gemma4 test_cuda_parity test_cuda_dflash; do
   log=$OUT/$t.log
   limit=240; [[ $t == test_cuda_gemma4 ]] && limit=300  # 15 whole-model cases, synth included
   timeout $limit "$B/$t" > "$log" 2>&1; rc=$?
