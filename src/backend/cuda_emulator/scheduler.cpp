@@ -268,10 +268,15 @@ std::string thread_name(const CudaThread& t) {
 }
 
 // Records the fault and parks the calling CUDA thread for good (the scheduler abandons the block).
-[[noreturn]] void fiber_fault(const std::string& what) {
+// The message is moved into a scope that ends before parking: the frames of a parked fiber are
+// never unwound, so nothing it owns may stay on them (LeakSanitizer would report it).
+[[noreturn]] void fiber_fault(std::string what) {
   CudaThread& t = *tl_thread;
   BlockRun& b = *t.block;
-  if (!b.faulted) report_finding(b.kernel(), thread_name(t) + ": " + what);
+  {
+    const std::string message = std::move(what);
+    if (!b.faulted && !message.empty()) report_finding(b.kernel(), thread_name(t) + ": " + message);
+  }
   b.faulted = true;
   for (;;) switch_away(t);
 }
@@ -736,6 +741,15 @@ bool run_block(const KernelLaunch& launch, uint3 block_idx, Schedule schedule, u
   }
   tl_block = nullptr;
   if (!b.faulted) check_shared_guards(b);
+#if defined(BOLTRT_EMU_ASAN)
+  // Abandoned fibers leave their frames' redzones poisoned; the next block's frames on the same
+  // stacks would hit them.
+  if (b.faulted) {
+    for (int i = 0; i < n; ++i) {
+      __asan_unpoison_memory_region(w.stacks[static_cast<size_t>(i)]->base, kStackBytes);
+    }
+  }
+#endif
   return !b.faulted;
 }
 
