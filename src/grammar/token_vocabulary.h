@@ -1,0 +1,17 @@
+// The matcher's view of a tokenizer's vocabulary (grammar::TokenVocabulary from a
+// text::Tokenizer): pieces with special tokens rendered, atomic = control, user-defined, unused
+// and unknown tokens (byte tokens stay text), and the tokenizer's end-of-generation ids.
+#pragma once
+#include <memory>
+
+#include "grammar/matcher.h"
+
+namespace boltrt::text {
+class Tokenizer;
+}
+
+namespace boltrt::grammar {
+
+std::shared_ptr<const TokenVocabulary> vocabulary_of(const text::Tokenizer& tokenizer);
+
+}  // namespace boltrt::grammar
