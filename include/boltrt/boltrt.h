@@ -144,6 +144,15 @@ struct Request {
   int64_t reasoning_block_budget = -1;
   /// Text forced to close the thought when the budget is spent ("" = a short default phrase).
   std::string reasoning_budget_message;
+  /// Structured output (at most one of the next three): the answer is constrained token by
+  /// token to match a GBNF grammar (llama.cpp's syntax, start rule `root`) ...
+  std::string grammar;
+  /// ... or to be JSON valid against this JSON Schema (JSON text; an unsupported keyword is a
+  /// boltrt::Error naming it) ...
+  std::string json_schema;
+  /// ... or to be any JSON object (OpenAI's response_format {"type": "json_object"}).
+  /// With reasoning on, the thinking stays free and the constraint starts when it ends.
+  bool json_object = false;
 };
 
 /// Passed to the per-token callback after each generated token.

@@ -314,8 +314,18 @@ Result Session::generate(const Request& request, const TokenCallback& on_token) 
   // thought markers.
   const std::unique_ptr<ReasoningController> controller =
       make_reasoning_controller(backend, reasoning);
+  const int n_constraints =
+      !request.grammar.empty() + !request.json_schema.empty() + (request.json_object ? 1 : 0);
+  if (n_constraints > 1) fail("generate: give one of grammar, json_schema and json_object");
+  OutputConstraint constraint;
+  if (!request.grammar.empty()) constraint = OutputConstraint::grammar(request.grammar);
+  if (!request.json_schema.empty()) constraint = OutputConstraint::json_schema(request.json_schema);
+  if (request.json_object) constraint = OutputConstraint::json_object();
+  const std::unique_ptr<GrammarController> grammar =
+      make_grammar_controller(constraint, backend.vocab(), backend.n_vocab(), markers,
+                              thinking && !request.messages.empty(), controller.get());
   GenerationOptions options;
-  options.controller = controller.get();
+  options.controller = grammar ? static_cast<TokenController*>(grammar.get()) : controller.get();
   options.max_tokens = request.max_tokens;
   options.stop_strings = request.stop;
   std::string released;

@@ -28,6 +28,9 @@ class BackendEngine : public BatchEngine {
   std::unique_ptr<ReasoningController> controller(const ReasoningConfig& config) const override {
     return make_reasoning_controller(*backend_, config);
   }
+  std::optional<ReasoningMarkers> reasoning_markers() const override {
+    return backend_->reasoning_markers();
+  }
 
   int64_t split_output(const BatchRequest& request, const PreparedPrompt& prompt,
                        const GenerationResult& result, const ReasoningController* controller,

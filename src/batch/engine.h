@@ -26,6 +26,8 @@ class BatchEngine {
   // The reasoning controller (budget, closing) for one request, or nullptr when the model's
   // format has no thought markers.
   virtual std::unique_ptr<ReasoningController> controller(const ReasoningConfig& config) const = 0;
+  // The format's thought markers (a grammar constraint starts after the thought), if any.
+  virtual std::optional<ReasoningMarkers> reasoning_markers() const { return std::nullopt; }
   // Adds "reasoning", "content" and "tool_calls" (when the model has a tool-call format) to
   // `out` from the generated text. Returns the number of reasoning tokens (the controller's
   // count, forced closing message included, when there is one).

@@ -200,9 +200,14 @@ BatchSummary run_batch(BatchEngine& engine, const BatchOptions& options) {
     reasoning.validate();
     const PreparedPrompt prompt = engine.prepare(request, reasoning.enable_thinking());
     std::unique_ptr<ReasoningController> controller = engine.controller(reasoning);
+    // response_format / grammar: the constraint wraps the reasoning controller (the thought
+    // stays free).
+    const std::unique_ptr<GrammarController> grammar = make_grammar_controller(
+        request.constraint, engine.vocab(), generator.model().n_vocab(), engine.reasoning_markers(),
+        request.messages.has_value() && reasoning.enable_thinking(), controller.get());
     gen.stop_strings = request.stop;
     gen.cancel = &stop;
-    gen.controller = controller.get();
+    gen.controller = grammar ? static_cast<TokenController*>(grammar.get()) : controller.get();
     gen.on_token = [&](const TokenEvent&) {
       tokens_total.fetch_add(1, std::memory_order_relaxed);
       return true;

@@ -1,5 +1,7 @@
 #include "grammar/token_vocabulary.h"
 
+#include <mutex>
+
 #include "text/tokenizer.h"
 
 namespace boltrt::grammar {
@@ -16,6 +18,20 @@ std::shared_ptr<const TokenVocabulary> vocabulary_of(const text::Tokenizer& toke
   }
   return std::make_shared<TokenVocabulary>(std::move(pieces), std::move(atomic),
                                            tokenizer.eog_tokens());
+}
+
+std::function<std::shared_ptr<const TokenVocabulary>()> lazy_vocabulary_of(
+    const text::Tokenizer& tokenizer) {
+  struct Lazy {
+    std::once_flag once;
+    std::shared_ptr<const TokenVocabulary> vocab;
+  };
+  auto lazy = std::make_shared<Lazy>();
+  const text::Tokenizer* t = &tokenizer;
+  return [lazy, t] {
+    std::call_once(lazy->once, [&] { lazy->vocab = vocabulary_of(*t); });
+    return lazy->vocab;
+  };
 }
 
 }  // namespace boltrt::grammar
