@@ -46,5 +46,50 @@ TEST(GrammarApi, RequestJsonSchemaAndGrammar) {
   EXPECT_TRUE(w.text == " is fine." || w.text == " is dreadful.") << w.text;
 }
 
+TEST(GrammarApi, ToolChoiceRequiredAndNamedForceValidCalls) {
+  ModelOptions mo;
+  mo.threads = 1;
+  auto model = Model::load(test::source_dir() + "/models/tiny/tiny-q8_0.gguf", mo);
+  Session session(model);
+  const char* weather = R"({"type":"object","properties":{"city":{"type":"string","maxLength":16},
+      "days":{"type":"integer","minimum":1,"maximum":7},"unit":{"enum":["C","F"]}},
+      "required":["city","unit"],"additionalProperties":false})";
+  const char* clock = R"({"type":"object","properties":{"day":{"type":"string","format":"date"}},
+      "required":["day"]})";
+  Request request;
+  request.messages.push_back(Message::text("user", "What is the weather in Bath?"));
+  request.tools = {{"get_weather", "Weather of a city", weather}, {"get_date", "A date", clock}};
+  request.max_tokens = 300;
+  request.sampling.temperature = 1.0f;
+  int calls = 0;
+  for (const std::string choice : {"required", "get_date"}) {
+    for (uint32_t seed = 1; seed <= 4; ++seed) {
+      request.tool_choice = choice;
+      request.sampling.seed = seed;
+      const Result r = session.generate(request);
+      if (r.finish_reason == FinishReason::kLength) continue;
+      ASSERT_EQ(r.finish_reason, FinishReason::kToolCalls) << r.text;
+      EXPECT_EQ(r.content, "");
+      ASSERT_FALSE(r.tool_calls.empty());
+      for (const ToolCall& call : r.tool_calls) {
+        ++calls;
+        if (choice != "required") {
+          EXPECT_EQ(call.name, choice);
+        }
+        const Json schema = Json::parse(call.name == "get_weather" ? weather : clock);
+        std::string why;
+        EXPECT_TRUE(test::validate_json(schema, Json::parse(call.arguments), &why))
+            << why << ": " << call.arguments;
+      }
+    }
+  }
+  EXPECT_GE(calls, 6);
+  request.tool_choice = "no_such_tool";
+  EXPECT_THROW(session.generate(request), Error);
+  request.tool_choice = "required";
+  request.json_object = true;
+  EXPECT_THROW(session.generate(request), Error);
+}
+
 }  // namespace
 }  // namespace boltrt

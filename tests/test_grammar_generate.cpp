@@ -15,8 +15,11 @@
 #include "generate/grammar_controller.h"
 #include "generate/reasoning.h"
 #include "generate/reply_splitter.h"
+#include "grammar/grammar.h"
+#include "grammar/matcher.h"
 #include "support/json_schema_validator.h"
 #include "support/paths.h"
+#include "text/tool_grammar.h"
 #include "util/error.h"
 
 namespace boltrt {
@@ -260,6 +263,131 @@ TEST(GrammarCli, BatchResponseFormat) {
   }
   EXPECT_NE(errors.find("json schema: /not: unsupported keyword 'not'"), std::string::npos)
       << errors << run.err;
+}
+
+// ---- tool calls ------------------------------------------------------------------------------
+
+const char* kTools = R"([{"type":"function","function":{"name":"get_weather","parameters":{
+    "type":"object","properties":{"city":{"type":"string","maxLength":12},
+    "days":{"type":"integer","minimum":1,"maximum":7},"unit":{"enum":["C","F"]}},
+    "required":["city","unit"]}}},
+  {"type":"function","function":{"name":"ping"}}])";
+
+bool tool_text_accepted(const std::string& gbnf, const std::string& text) {
+  TextModel& m = tiny();
+  grammar::Matcher matcher(std::make_shared<grammar::Engine>(
+      grammar::parse_gbnf(gbnf), grammar_vocabulary(m.vocab(), m.model().n_vocab())));
+  for (int32_t t : m.tokenize(text, false)) {
+    if (!matcher.accept(t)) return false;
+  }
+  return matcher.is_accepting();
+}
+
+TEST(GrammarTools, Gemma4EnvelopeWithSchemaArguments) {
+  const Json tools = Json::parse(kTools);
+  text::ToolChoice required;
+  required.kind = text::ToolChoice::Kind::kRequired;
+  const std::string g = text::gemma4_tool_call_gbnf(tools, required);
+  const std::string q = "<|\"|>";
+  EXPECT_TRUE(tool_text_accepted(g, "<|tool_call>call:get_weather{city:" + q + "Bath" + q +
+                                        ",unit:" + q + "C" + q + "}<tool_call|>"));
+  EXPECT_TRUE(tool_text_accepted(g, "<|tool_call>call:get_weather{city:" + q + "Bath" + q +
+                                        ",days:3,unit:" + q + "F" + q +
+                                        "}<tool_call|>"
+                                        "<|tool_call>call:ping{}<tool_call|>"));
+  // JSON-quoted keys, '=' instead of ':', a plain quote for the string, a missing opener,
+  // keys out of the template's order, a value out of range or enum, an unknown tool, no call
+  EXPECT_FALSE(tool_text_accepted(g, "<|tool_call>call:get_weather{\"city\":" + q + "B" + q +
+                                         ",unit:" + q + "C" + q + "}<tool_call|>"));
+  EXPECT_FALSE(tool_text_accepted(g, "<|tool_call>call:get_weather{city=" + q + "B" + q +
+                                         ",unit:" + q + "C" + q + "}<tool_call|>"));
+  EXPECT_FALSE(tool_text_accepted(
+      g, "<|tool_call>call:get_weather{city:\"B\",unit:" + q + "C" + q + "}<tool_call|>"));
+  EXPECT_FALSE(tool_text_accepted(
+      g, "<|tool_call>call:get_weather{city:B" + q + ",unit:" + q + "C" + q + "}<tool_call|>"));
+  EXPECT_FALSE(tool_text_accepted(g, "<|tool_call>call:get_weather{unit:" + q + "C" + q +
+                                         ",city:" + q + "B" + q + "}<tool_call|>"));
+  EXPECT_FALSE(tool_text_accepted(g, "<|tool_call>call:get_weather{city:" + q + "B" + q +
+                                         ",days:9,unit:" + q + "C" + q + "}<tool_call|>"));
+  EXPECT_FALSE(tool_text_accepted(g, "<|tool_call>call:get_weather{city:" + q + "B" + q +
+                                         ",unit:" + q + "K" + q + "}<tool_call|>"));
+  EXPECT_FALSE(tool_text_accepted(g, "<|tool_call>call:get_time{}<tool_call|>"));
+  EXPECT_FALSE(tool_text_accepted(g, "Hello"));
+  // a named function, no parallel calls
+  text::ToolChoice named;
+  named.kind = text::ToolChoice::Kind::kFunction;
+  named.function = "ping";
+  named.parallel = false;
+  const std::string one = text::gemma4_tool_call_gbnf(tools, named);
+  EXPECT_TRUE(tool_text_accepted(one, "<|tool_call>call:ping{}<tool_call|>"));
+  EXPECT_FALSE(tool_text_accepted(
+      one, "<|tool_call>call:ping{}<tool_call|><|tool_call>call:ping{}<tool_call|>"));
+  // auto: free text, then optionally calls; none: text only
+  text::ToolChoice automatic;
+  EXPECT_TRUE(tool_text_accepted(text::gemma4_tool_call_gbnf(tools, automatic), "Hello there."));
+  EXPECT_TRUE(tool_text_accepted(text::gemma4_tool_call_gbnf(tools, automatic),
+                                 "Let me see.<|tool_call>call:ping{}<tool_call|>"));
+  text::ToolChoice none;
+  none.kind = text::ToolChoice::Kind::kNone;
+  EXPECT_FALSE(tool_text_accepted(text::gemma4_tool_call_gbnf(tools, none),
+                                  "<|tool_call>call:ping{}<tool_call|>"));
+  named.function = "nope";
+  EXPECT_THROW(text::gemma4_tool_call_gbnf(tools, named), Error);
+  try {
+    text::gemma4_tool_call_gbnf(
+        Json::parse(R"([{"type":"function","function":{"name":"f","parameters":{"type":"object",
+            "properties":{"x":{"type":"string","format":"uri"}}}}}])"),
+        required);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(),
+                 "tools[0] (f): parameters: json schema: /properties/x/format: unsupported "
+                 "format 'uri'");
+  }
+}
+
+TEST(GrammarCli, BatchToolChoiceRequired) {
+  const std::string dir = test::scratch_dir("grammar_tools");
+  const Json tools = Json::parse(kTools);
+  std::string lines;
+  for (int i = 0; i < 4; ++i) {
+    Json line = {{"id", i},
+                 {"messages", {{{"role", "user"}, {"content", "Weather in Bath?"}}}},
+                 {"tools", tools},
+                 {"tool_choice",
+                  i % 2 ? Json("required")
+                        : Json({{"type", "function"}, {"function", {{"name", "get_weather"}}}})},
+                 {"max_tokens", 300},
+                 {"temperature", 1.0},
+                 {"seed", 20 + i}};
+    lines += line.dump() + "\n";
+  }
+  const std::string in = write_file(dir, "in.jsonl", lines);
+  const auto run = test::run_command_split(fmt::format(
+      "{} batch -m {} --input {} --output {}/out.jsonl", test::cli_path(), tiny_path(), in, dir));
+  ASSERT_EQ(run.status, 0) << run.err;
+  std::ifstream results(dir + "/out.jsonl");
+  std::string line;
+  int calls = 0;
+  const Json weather = tools[0]["function"]["parameters"];
+  while (std::getline(results, line)) {
+    const Json r = Json::parse(line);
+    if (r["finish_reason"] == "length") continue;
+    EXPECT_EQ(r["finish_reason"], "tool_calls") << line;
+    for (const Json& call : r["tool_calls"]) {
+      ++calls;
+      const std::string name = call["function"]["name"];
+      const Json args = Json::parse(call["function"]["arguments"].get<std::string>());
+      if (name == "ping") {
+        EXPECT_EQ(args, Json::object());
+        continue;
+      }
+      EXPECT_EQ(name, "get_weather");
+      std::string why;
+      EXPECT_TRUE(test::validate_json(weather, args, &why)) << why << line;
+    }
+  }
+  EXPECT_GE(calls, 3);
 }
 
 }  // namespace

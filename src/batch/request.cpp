@@ -254,6 +254,15 @@ BatchRequest parse_request(std::string_view line, int64_t line_number) {
     r.reasoning_block_budget = b;
   }
   r.constraint = constraint_fields(object);
+  if (object.contains("tool_choice")) {
+    if (!r.tools) fail("field 'tool_choice' needs 'tools'");
+    r.tool_choice = text::ToolChoice::from_json(object["tool_choice"]);
+  }
+  if (object.contains("parallel_tool_calls") && !object["parallel_tool_calls"].is_null()) {
+    if (!object["parallel_tool_calls"].is_boolean())
+      fail("field 'parallel_tool_calls' must be a boolean");
+    r.tool_choice.parallel = object["parallel_tool_calls"].get<bool>();
+  }
   return r;
 }
 

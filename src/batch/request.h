@@ -20,6 +20,7 @@
 
 #include "generate/grammar_controller.h"
 #include "generate/reasoning.h"
+#include "text/tool_grammar.h"
 
 namespace boltrt::batch {
 
@@ -46,6 +47,8 @@ struct BatchRequest {
   // {"name", "schema", "strict"}}; "text" = none) or grammar (GBNF text): compiled at parse
   // time, so a malformed one is a bad line.
   OutputConstraint constraint;
+  // tool_choice and parallel_tool_calls (with tools): the format's tool-call grammar.
+  text::ToolChoice tool_choice;
 };
 
 // Parses one input line. Throws boltrt::Error with a one-line reason (invalid UTF-8 at byte N,

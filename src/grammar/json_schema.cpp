@@ -39,6 +39,27 @@ json-object ::= "{" ws ( json-member ( "," ws json-member )* )? "}"
 json-array ::= "[" ws ( json-value ws ( "," ws json-value ws )* )? "]"
 )";
 
+// The same rules for the raw dialect (JsonDialect::raw()): strings between delimiter tokens with
+// raw characters (never '<', so no text can spell a special token), bare keys, no whitespace.
+std::string raw_base_rules(const std::string& open, const std::string& close) {
+  return "ws ::= \"\"\n"
+         "json-char ::= [^<]\n"
+         "json-plain-char ::= [^<]\n"
+         "json-string ::= " +
+         open + " json-char* " + close +
+         "\n"
+         "json-int ::= \"-\"? ( \"0\" | [1-9] [0-9]{0,15} )\n"
+         "json-number ::= json-int ( \".\" [0-9]{1,16} )? ( [eE] [-+]? [0-9]{1,2} )?\n"
+         "json-bool ::= \"true\" | \"false\"\n"
+         "json-null ::= \"null\"\n"
+         "json-value ::= json-object | json-array | json-string | json-number | json-bool | "
+         "json-null\n"
+         "json-key ::= [A-Za-z_] [A-Za-z0-9_]*\n"
+         "json-member ::= json-key \":\" json-value\n"
+         "json-object ::= \"{\" ( json-member ( \",\" json-member )* )? \"}\"\n"
+         "json-array ::= \"[\" ( json-value ( \",\" json-value )* )? \"]\"\n";
+}
+
 constexpr int64_t kMaxCount = kMaxRepetition;
 constexpr size_t kMaxIntDigits = 16;
 
@@ -284,16 +305,27 @@ std::string unsigned_range(const std::string& a, const std::string& b_in) {
 
 class Converter {
  public:
-  explicit Converter(const Json& root) : root_(root) {}
+  Converter(const Json& root, const JsonDialect& dialect, std::string prefix)
+      : root_(root), dialect_(dialect), prefix_(std::move(prefix)) {}
 
   std::string run() {
     const std::string root = visit(root_, "");
-    return "root ::= " + root + "\n" + kBaseRules + rules_;
+    return "root ::= " + root + "\n" + base_rules(dialect_) + rules_;
+  }
+  // The rules without the shared ones; returns the schema's rule name.
+  std::string embed(std::string& rules) {
+    const std::string root = visit(root_, "");
+    rules += rules_;
+    return root;
+  }
+
+  static std::string base_rules(const JsonDialect& d) {
+    return d.raw_strings ? raw_base_rules(d.string_open, d.string_close) : kBaseRules;
   }
 
  private:
   std::string fresh(std::string_view hint) {
-    std::string name = fmt::format("s{}", counter_++);
+    std::string name = fmt::format("{}s{}", prefix_, counter_++);
     for (char c : hint) {
       if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) {
         if (name.size() < 40) name += static_cast<char>(c);
@@ -380,12 +412,12 @@ class Converter {
       }
       return add_rule(fresh(key), join_bare(alts));
     }
-    if (s.contains("const")) return add_rule(fresh("const"), gbnf_literal(dump(s["const"])));
+    if (s.contains("const")) return add_rule(fresh("const"), literal(s["const"]));
     if (s.contains("enum")) {
       const Json& values = s["enum"];
       if (!values.is_array() || values.empty()) fail_at(ptr + "/enum", "must be a non-empty array");
       std::vector<std::string> alts;
-      for (const Json& v : values) alts.push_back(gbnf_literal(dump(v)));
+      for (const Json& v : values) alts.push_back(literal(v));
       return add_rule(fresh("enum"), join_bare(alts));
     }
     std::vector<std::string> types = types_of(s, ptr);
@@ -397,6 +429,36 @@ class Converter {
 
   std::string visit_merged(const Json& merged, const std::string& ptr) {
     return visit(merged, ptr);
+  }
+
+  // A JSON value as the dialect writes it.
+  std::string literal(const Json& v) const {
+    if (!dialect_.raw_strings) return gbnf_literal(dump(v));
+    if (v.is_string()) {
+      const std::string str = v.get<std::string>();
+      if (str.find('<') != std::string::npos) {
+        fail("json schema: the value {} holds '<', which raw strings cannot", dump(v));
+      }
+      return dialect_.string_open + " " + gbnf_literal(str) + " " + dialect_.string_close;
+    }
+    if (v.is_object()) {
+      std::vector<std::string> keys;
+      for (auto it = v.begin(); it != v.end(); ++it) keys.push_back(it.key());
+      if (dialect_.sorted_keys) std::sort(keys.begin(), keys.end());
+      std::string out = "\"{\"";
+      for (size_t i = 0; i < keys.size(); ++i) {
+        out += " " + gbnf_literal((i ? "," : "") + keys[i] + ":") + " " + literal(v[keys[i]]);
+      }
+      return out + " \"}\"";
+    }
+    if (v.is_array()) {
+      std::string out = "\"[\"";
+      for (size_t i = 0; i < v.size(); ++i) {
+        out += std::string(i ? " \",\" " : " ") + literal(v[i]);
+      }
+      return out + " \"]\"";
+    }
+    return gbnf_literal(dump(v));
   }
 
   static std::string join_bare(const std::vector<std::string>& alts) {
@@ -908,16 +970,18 @@ class Converter {
     if (!regex.empty()) {
       std::string body;
       try {
-        body = regex_body_rules(regex, min, max, fresh("re"), rules_);
+        body = regex_body_rules(regex, min, max, fresh("re"), rules_, dialect_.raw_strings);
       } catch (const Error& e) {
         fail_at(where, "{}", e.what());
       }
-      return add_rule(fresh("str"), "\"\\\"\" " + body + " \"\\\"\"");
+      return add_rule(fresh("str"),
+                      dialect_.string_open + " " + body + " " + dialect_.string_close);
     }
     if (min == 0 && max < 0) return "json-string";
     const std::string count =
         max < 0 ? fmt::format("{{{},}}", min) : fmt::format("{{{},{}}}", min, max);
-    return add_rule(fresh("str"), "\"\\\"\" json-char" + count + " \"\\\"\"");
+    return add_rule(fresh("str"),
+                    dialect_.string_open + " json-char" + count + " " + dialect_.string_close);
   }
 
   // ---- arrays ----
@@ -1054,22 +1118,38 @@ class Converter {
       } else {
         extra_value = visit(ap, ptr + "/additionalProperties");
       }
+      if (!extra_value.empty() && dialect_.bare_keys && !props.empty()) {
+        fail_at(ptr + "/additionalProperties",
+                "other keys next to properties are not supported "
+                "with bare keys");
+      }
     } else if (!s.contains("properties")) {
       return "json-object";  // {"type": "object"} alone: any object
     }
     std::vector<std::string> kvs, names;
     std::vector<bool> optional;
-    for (auto it = props.begin(); it != props.end(); ++it) {
-      const std::string value = visit(it.value(), ptr + "/properties/" + pointer_token(it.key()));
-      kvs.push_back(gbnf_literal(dump(Json(it.key()))) + " ws \":\" ws " + value + " ws");
-      names.push_back(it.key());
-      optional.push_back(!required.contains(it.key()));
+    std::vector<std::string> keys;
+    for (auto it = props.begin(); it != props.end(); ++it) keys.push_back(it.key());
+    if (dialect_.sorted_keys) std::sort(keys.begin(), keys.end());
+    for (const std::string& key : keys) {
+      const std::string value = visit(props[key], ptr + "/properties/" + pointer_token(key));
+      if (dialect_.bare_keys) {
+        kvs.push_back(gbnf_literal(key + ":") + " " + value);
+      } else {
+        kvs.push_back(gbnf_literal(dump(Json(key))) + " ws \":\" ws " + value + " ws");
+      }
+      names.push_back(key);
+      optional.push_back(!required.contains(key));
     }
     const std::string base = fresh("obj");
     const size_t n = kvs.size();
     // S_i: members from property i on, none written yet; R_i: some written (comma first).
     std::string s_next, r_next;
-    if (!extra_value.empty()) {
+    if (!extra_value.empty() && props.empty() && dialect_.bare_keys) {
+      const std::string extra = add_rule(base + "-x", "json-key \":\" " + extra_value);
+      r_next = add_rule(base + "-r" + std::to_string(n), "( \",\" " + extra + " )*");
+      s_next = add_rule(base + "-s" + std::to_string(n), extra + " " + r_next + " | \"\"");
+    } else if (!extra_value.empty()) {
       const std::string key = key_not_in(names);
       const std::string extra = add_rule(base + "-x", key + " ws \":\" ws " + extra_value + " ws");
       r_next = add_rule(base + "-r" + std::to_string(n), "( \",\" ws " + extra + " )*");
@@ -1090,6 +1170,8 @@ class Converter {
   }
 
   const Json& root_;
+  JsonDialect dialect_;
+  std::string prefix_;
   std::string rules_;
   std::map<std::string, std::string> refs_;
   int counter_ = 0;
@@ -1098,7 +1180,16 @@ class Converter {
 }  // namespace
 
 std::string json_schema_to_gbnf(const nlohmann::ordered_json& schema) {
-  return Converter(schema).run();
+  return Converter(schema, JsonDialect(), "").run();
+}
+
+std::string json_schema_rules(const nlohmann::ordered_json& schema, const JsonDialect& dialect,
+                              const std::string& prefix, std::string& rules) {
+  return Converter(schema, dialect, prefix).embed(rules);
+}
+
+std::string json_base_rules(const JsonDialect& dialect) {
+  return Converter::base_rules(dialect);
 }
 
 std::string json_schema_to_gbnf(std::string_view schema_json) {

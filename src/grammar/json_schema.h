@@ -37,4 +37,25 @@ inline std::string json_schema_to_gbnf(const char* schema_json) {
 // Any JSON object (OpenAI's response_format {"type": "json_object"}).
 std::string json_object_gbnf();
 
+// How values are written. The default is JSON. raw(): the JSON-like argument syntax of chat
+// formats that delimit strings with a special token (string_open/close are GBNF items, e.g.
+// a token reference), write string characters raw (no escapes; '<' excluded so no text spells
+// a special token), keys bare (`name:value`), in alphabetical order, without whitespace.
+struct JsonDialect {
+  std::string string_open = "\"\\\"\"", string_close = "\"\\\"\"";
+  bool raw_strings = false;
+  bool bare_keys = false;
+  bool sorted_keys = false;
+  static JsonDialect raw(std::string open, std::string close) {
+    return {std::move(open), std::move(close), true, true, true};
+  }
+};
+
+// For grammars that embed several schemas: appends the schema's rules (names prefixed by
+// `prefix`, unique per schema) to `rules` and returns its rule name; the shared rules
+// (json_base_rules(), once per grammar) must be added too.
+std::string json_schema_rules(const nlohmann::ordered_json& schema, const JsonDialect& dialect,
+                              const std::string& prefix, std::string& rules);
+std::string json_base_rules(const JsonDialect& dialect);
+
 }  // namespace boltrt::grammar

@@ -490,6 +490,18 @@ std::string class_char(uint32_t cp) {
   return fmt::format("\\U{:08X}", cp);
 }
 
+std::string raw_char_class(const Ranges& set) {
+  std::string cls = "[";
+  for (auto [lo, hi] : set) {
+    cls += class_char(lo);
+    if (hi != lo) {
+      cls += '-';
+      cls += class_char(hi);
+    }
+  }
+  return cls + "]";
+}
+
 }  // namespace
 
 std::string json_char_group(const Ranges& ranges_in) {
@@ -544,7 +556,7 @@ std::string json_char_group(const Ranges& ranges_in) {
 }
 
 std::string regex_body_rules(std::string_view pattern, int64_t min_length, int64_t max_length,
-                             const std::string& prefix, std::string& rules) {
+                             const std::string& prefix, std::string& rules, bool raw) {
   NodePtr tree = RegexParser(pattern).parse();
   // Anchors per top-level branch.
   NodePtr top = make(Node::kAlt);
@@ -587,7 +599,10 @@ std::string regex_body_rules(std::string_view pattern, int64_t min_length, int64
         r.insert(r.end(), set.begin(), set.end());
       }
     }
-    for (auto& [t, r] : edges[s]) r = normalize(r);
+    for (auto& [t, r] : edges[s]) {
+      r = normalize(r);
+      if (raw) r = intersect(r, complement({{'<', '<'}, {0, 0}}));
+    }
   }
 
   // Product with the length counter: (state, count). count saturates at min_length when there
@@ -612,7 +627,7 @@ std::string regex_body_rules(std::string_view pattern, int64_t min_length, int64
       const int64_t nc = bounded ? c + 1 : std::min(c + 1, cap);
       const int64_t nk = key(t, nc);
       auto [it, inserted] = group_cache.try_emplace(&set, std::string());
-      if (inserted) it->second = json_char_group(set);
+      if (inserted) it->second = raw ? raw_char_class(set) : json_char_group(set);
       list.push_back({it->second, nk});
       if (seen.insert(nk).second) {
         if (seen.size() > kMaxProductStates) {

@@ -27,8 +27,9 @@ namespace boltrt::grammar {
 // returns the name of the rule that matches the string body. max_length < 0: unbounded.
 // Throws boltrt::Error "pattern '...': ..." for an unsupported or invalid regex, or when the
 // pattern and the length range admit no string.
+// raw: characters are written as themselves (no JSON escapes) and '<' never (JsonDialect::raw).
 std::string regex_body_rules(std::string_view pattern, int64_t min_length, int64_t max_length,
-                             const std::string& prefix, std::string& rules);
+                             const std::string& prefix, std::string& rules, bool raw = false);
 
 // A GBNF alternative group matching one JSON-string character (as its JSON text) whose decoded
 // code point lies in [lo, hi] ranges of `ranges` (pairs, inclusive).
