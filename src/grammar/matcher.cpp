@@ -384,7 +384,7 @@ std::shared_ptr<Engine> engine_for(std::shared_ptr<const Grammar> grammar,
                                    std::shared_ptr<const TokenVocabulary> vocab) {
   static std::mutex mutex;
   static std::map<std::pair<const Grammar*, const TokenVocabulary*>, std::shared_ptr<Engine>> cache;
-  constexpr size_t kMaxEntries = 32;
+  constexpr size_t kMaxEntries = 16;  // each holds up to 8 MiB of masks and 64 MiB of states
   const auto key = std::make_pair(grammar.get(), vocab.get());
   {
     std::lock_guard lock(mutex);

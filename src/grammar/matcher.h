@@ -87,7 +87,7 @@ class Engine {
   static constexpr uint32_t kFinished = UINT32_MAX - 1;  // an end-of-generation token was taken
   static constexpr size_t kMaxStates = 1u << 16;
   static constexpr size_t kMaxStacksPerState = 4096;
-  static constexpr size_t kMaxCachedMasks = 512;  // 32 KiB each for a 262,144-token vocabulary
+  static constexpr size_t kMaxCachedMasks = 256;  // 32 KiB each for a 262,144-token vocabulary
 
   // Throws boltrt::Error when a <text> token reference names no token of the vocabulary or a
   // <[id]> reference is outside it.
