@@ -173,6 +173,12 @@ TEST(GrammarParse, ErrorsHaveLineAndColumn) {
   EXPECT_EQ(error_of("root ::= @"), "grammar: 1:10: unexpected character '@'");
 }
 
+TEST(GrammarParse, DeepNestingIsAnErrorNotACrash) {
+  EXPECT_EQ(error_of("root ::= " + std::string(100000, '(')),
+            "grammar: 1:266: groups nested deeper than 256");
+  EXPECT_TRUE(matches("root ::= " + std::string(200, '(') + "\"a\"" + std::string(200, ')'), "a"));
+}
+
 TEST(GrammarParse, LeftRecursionIsRejected) {
   EXPECT_EQ(error_of("root ::= root \"a\" | \"b\""),
             "grammar: left recursion in rule 'root' (a rule that can reach itself before "

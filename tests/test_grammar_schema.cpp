@@ -278,6 +278,16 @@ TEST(JsonSchema, ErrorsNameTheKeywordAndPointer) {
       "");
 }
 
+TEST(JsonSchema, DeepNestingIsAnErrorNotACrash) {
+  std::string deep;
+  for (int i = 0; i < 300; ++i) deep += R"({"type":"array","items":)";
+  deep += "{}" + std::string(300, '}');
+  EXPECT_NE(error_of(deep).find("schemas nested deeper than 128"), std::string::npos);
+  EXPECT_NE(error_of(R"({"type":"string","pattern":")" + std::string(1000, '(') + R"("})")
+                .find("groups nested deeper than 256"),
+            std::string::npos);
+}
+
 TEST(JsonSchema, JsonObjectIsAnyObject) {
   Matcher m(std::make_shared<Engine>(parse_gbnf(json_object_gbnf()), bytes_vocab()));
   EXPECT_TRUE(m.accept_bytes(R"({"a": [1, 2.5, {"b": null}], "c": "d"})"));

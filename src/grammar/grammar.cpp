@@ -384,7 +384,9 @@ class Parser {
       } else if (c == '(') {
         ++pos_;
         skip_ws(true);
+        if (++depth_ > kMaxNesting) fail_at(at, "groups nested deeper than {}", kMaxNesting);
         Alternatives inner = parse_alternates(rule, true);
+        --depth_;
         if (peek() != ')') fail_at(at, "unclosed '('");
         ++pos_;
         Item item{Item::kRef};
@@ -681,8 +683,10 @@ class Parser {
     }
   }
 
+  static constexpr int kMaxNesting = 256;  // parenthesised groups inside each other
   std::string_view text_;
   size_t pos_ = 0;
+  int depth_ = 0;
   std::vector<Alternatives> rules_;
   std::vector<std::string> names_;
   std::vector<char> defined_;

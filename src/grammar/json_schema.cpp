@@ -384,6 +384,18 @@ class Converter {
   }
 
   std::string visit(const Json& s, const std::string& ptr) {
+    // Schemas nest through properties, items and combinators; recursion goes through $ref
+    // rules, so a deeper nesting is a hostile input, not a schema.
+    if (depth_ >= kMaxDepth) fail_at(ptr, "schemas nested deeper than {}", kMaxDepth);
+    ++depth_;
+    struct Leave {
+      int& d;
+      ~Leave() { --d; }
+    } leave{depth_};
+    return visit_inner(s, ptr);
+  }
+
+  std::string visit_inner(const Json& s, const std::string& ptr) {
     if (s.is_boolean()) {
       if (s.get<bool>()) return "json-value";
       fail_at(ptr, "the schema false admits no value");
@@ -1172,6 +1184,8 @@ class Converter {
   const Json& root_;
   JsonDialect dialect_;
   std::string prefix_;
+  static constexpr int kMaxDepth = 128;
+  int depth_ = 0;
   std::string rules_;
   std::map<std::string, std::string> refs_;
   int counter_ = 0;

@@ -286,7 +286,9 @@ class RegexParser {
           fail_here("lookarounds are not supported");
         }
       }
+      if (++depth_ > 256) fail_here("groups nested deeper than 256");
       NodePtr inner = parse_alt();
+      --depth_;
       if (peek() != ')') fail_here("missing ')'");
       ++pos_;
       return inner;
@@ -367,6 +369,7 @@ class RegexParser {
 
   std::string_view p_;
   size_t pos_ = 0;
+  int depth_ = 0;
 };
 
 // ---- NFA ----
