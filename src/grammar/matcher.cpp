@@ -63,11 +63,24 @@ TokenVocabulary::TokenVocabulary(std::vector<std::string> pieces, std::vector<bo
     return pieces_[static_cast<size_t>(a)] < pieces_[static_cast<size_t>(b)];
   });
   text_mask_.assign(words(), 0);
-  Trie& t = trie_;
+  slice_mask_.assign(words(), 0);
+  std::vector<int32_t> rest, slice;
+  for (int32_t id : ids) {
+    set_bit(text_mask_.data(), id);
+    const std::string& p = pieces_[static_cast<size_t>(id)];
+    const bool in_slice = std::all_of(p.begin(), p.end(), [](char c) { return is_slice_byte(c); });
+    if (in_slice) set_bit(slice_mask_.data(), id);
+    (in_slice ? slice : rest).push_back(id);
+  }
+  build_trie(rest, trie_);
+  build_trie(slice, slice_trie_);
+}
+
+// A depth-first byte trie of `ids` (sorted by their pieces).
+void TokenVocabulary::build_trie(const std::vector<int32_t>& ids, Trie& t) const {
   std::vector<uint32_t> path;
   const std::string* prev = nullptr;
   for (int32_t id : ids) {
-    set_bit(text_mask_.data(), id);
     const std::string& s = pieces_[static_cast<size_t>(id)];
     size_t lcp = 0;
     if (prev != nullptr) {
@@ -301,12 +314,8 @@ bool Engine::complete(uint32_t state) {
   return s.accepting && s.stacks.size() == 1;
 }
 
-void Engine::compute_mask(uint32_t state, uint32_t* words) {
-  ++masks_computed_;
-  const size_t n_words = vocab_->words();
-  std::memset(words, 0, n_words * sizeof(uint32_t));
-  const TokenVocabulary::Trie& t = vocab_->trie();
-  walk_states_.resize(t.max_depth + 1);
+void Engine::walk(uint32_t state, const TokenVocabulary::Trie& t, uint32_t* words) {
+  walk_states_.resize(std::max(walk_states_.size(), t.max_depth + 1));
   walk_states_[0] = state;
   const size_t n_nodes = t.byte.size();
   for (size_t i = 0; i < n_nodes;) {
@@ -322,6 +331,28 @@ void Engine::compute_mask(uint32_t state, uint32_t* words) {
     }
     ++i;
   }
+}
+
+void Engine::compute_mask(uint32_t state, uint32_t* words) {
+  ++masks_computed_;
+  const size_t n_words = vocab_->words();
+  std::memset(words, 0, n_words * sizeof(uint32_t));
+  // A state that maps every slice byte to itself allows every slice token (each leads back to
+  // the state, which is live): their mask is OR-ed in and only the other tokens are walked.
+  // Inside a free string or free text this skips most of the vocabulary.
+  bool absorbs = true;
+  for (int b = 0; b < 256 && absorbs; ++b) {
+    if (TokenVocabulary::is_slice_byte(static_cast<char>(b))) {
+      absorbs = next(state, static_cast<uint8_t>(b)) == state;
+    }
+  }
+  if (absorbs) {
+    const std::vector<uint32_t>& slice = vocab_->slice_mask();
+    for (size_t w = 0; w < n_words; ++w) words[w] |= slice[w];
+  } else {
+    walk(state, vocab_->slice_trie(), words);
+  }
+  walk(state, vocab_->trie(), words);
   const State& s = states_[state];
   if (s.has_token_tops) {
     for (uint32_t n : s.stacks) {

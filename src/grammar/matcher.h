@@ -66,7 +66,13 @@ class TokenVocabulary {
     std::vector<int32_t> node_tokens;
     size_t max_depth = 0;
   };
+  // The trie of the text tokens outside the slice, and the slice's: tokens made only of
+  // printable ASCII other than '"' and '\\' (most of a vocabulary; free-string states accept all
+  // of them at once).
   const Trie& trie() const { return trie_; }
+  const Trie& slice_trie() const { return slice_trie_; }
+  const std::vector<uint32_t>& slice_mask() const { return slice_mask_; }
+  static bool is_slice_byte(char c) { return c >= 0x20 && c <= 0x7E && c != '"' && c != '\\'; }
   const std::vector<uint32_t>& text_tokens_mask() const { return text_mask_; }
 
  private:
@@ -75,8 +81,11 @@ class TokenVocabulary {
   std::vector<uint8_t> eog_flag_;
   std::vector<int32_t> eog_;
   std::unordered_map<std::string, int32_t> by_text_;
-  Trie trie_;
+  void build_trie(const std::vector<int32_t>& sorted_ids, Trie& t) const;
+
+  Trie trie_, slice_trie_;
   std::vector<uint32_t> text_mask_;  // every non-empty text token
+  std::vector<uint32_t> slice_mask_;
 };
 
 // A grammar bound to a vocabulary: the interned stacks and states, their transitions and the
@@ -136,6 +145,7 @@ class Engine {
   uint32_t merge(uint32_t a, uint32_t b);
   int32_t token_of(const Element& e) const;
   void compute_mask(uint32_t state, uint32_t* words);
+  void walk(uint32_t state, const TokenVocabulary::Trie& trie, uint32_t* words);
 
   static constexpr uint32_t kUnknown = UINT32_MAX - 2;
 
