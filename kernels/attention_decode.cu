@@ -20,6 +20,7 @@ namespace {
 constexpr int kWarps = 4;
 constexpr int kMaxSplit = 64;
 
+BOLTRT_DECLARE_LAUNCH_BOUNDS(attention_decode_kernel, kWarps * 32);
 template <int kPairs, KvFormat kFormat>  // head_dim / 64
 __global__ void __launch_bounds__(kWarps * 32)
     attention_decode_kernel(const float* __restrict__ q, const uint8_t* __restrict__ k_cache,
@@ -28,8 +29,9 @@ __global__ void __launch_bounds__(kWarps * 32)
                             int64_t n_head_kv, int64_t window, float scale, float cap, int n_split,
                             float* partials, float* out) {
   constexpr int kHeadDim = kPairs * 64;
-  __shared__ float s_m[kWarps], s_l[kWarps];
-  __shared__ float s_acc[kWarps][kHeadDim];
+  BOLTRT_SHARED(float, s_m, [kWarps]);
+  BOLTRT_SHARED(float, s_l, [kWarps]);
+  BOLTRT_SHARED(float, s_acc, [kWarps][kHeadDim]);
 
   const int64_t pos0 = pos0_dev ? *pos0_dev : pos0_arg;
   const int64_t h = blockIdx.x, t = blockIdx.y;
@@ -153,13 +155,13 @@ void launch_for_pairs(const float* q, const void* k_cache, const void* v_cache, 
   const auto* kc = static_cast<const uint8_t*>(k_cache);
   const auto* vc = static_cast<const uint8_t*>(v_cache);
   if (format == KvFormat::kQ8_0) {
-    attention_decode_kernel<kPairs, KvFormat::kQ8_0>
-        <<<grid, kWarps * 32, 0, stream>>>(q, kc, vc, pos0, device_pos0, cells, n_head, n_head_kv,
-                                           window, scale, cap, n_split, partials, out);
+    BOLTRT_LAUNCH(grid, kWarps * 32, 0, stream, attention_decode_kernel<kPairs, KvFormat::kQ8_0>)
+    (q, kc, vc, pos0, device_pos0, cells, n_head, n_head_kv, window, scale, cap, n_split, partials,
+     out);
   } else {
-    attention_decode_kernel<kPairs, KvFormat::kF16>
-        <<<grid, kWarps * 32, 0, stream>>>(q, kc, vc, pos0, device_pos0, cells, n_head, n_head_kv,
-                                           window, scale, cap, n_split, partials, out);
+    BOLTRT_LAUNCH(grid, kWarps * 32, 0, stream, attention_decode_kernel<kPairs, KvFormat::kF16>)
+    (q, kc, vc, pos0, device_pos0, cells, n_head, n_head_kv, window, scale, cap, n_split, partials,
+     out);
   }
 }
 
@@ -210,7 +212,8 @@ cudaError_t launch_attention_decode(const float* q, const void* k_cache, const v
   if (cudaError_t status = cudaGetLastError(); status != cudaSuccess) return status;
   if (n_split > 1) {
     const dim3 grid(static_cast<unsigned>(n_head), static_cast<unsigned>(n_tokens));
-    attention_merge_kernel<<<grid, 128, 0, stream>>>(partials, n_head, head_dim, n_split, out);
+    BOLTRT_LAUNCH(grid, 128, 0, stream, attention_merge_kernel)
+    (partials, n_head, head_dim, n_split, out);
   }
   return cudaGetLastError();
 }

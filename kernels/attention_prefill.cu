@@ -34,6 +34,7 @@ namespace {
 constexpr int kWarps = 4;
 constexpr int kKeys = 16;  // keys per shared-memory tile
 
+BOLTRT_DECLARE_LAUNCH_BOUNDS(attention_prefill_kernel, kWarps * 32);
 template <int kPairs, int kRowsPerWarp, KvFormat kFormat>  // head_dim / 64
 __global__ void __launch_bounds__(kWarps * 32)
     attention_prefill_kernel(const float* __restrict__ q, const uint8_t* __restrict__ k_cache,
@@ -48,8 +49,8 @@ __global__ void __launch_bounds__(kWarps * 32)
   using Unit = std::conditional_t<kFormat == KvFormat::kF16, uint4, uint16_t>;
   constexpr int kVecPerRow = kHeadBytes / static_cast<int>(sizeof(Unit));
   static_assert(kHeadBytes % sizeof(Unit) == 0);
-  __shared__ __align__(16) uint8_t s_k[kKeys][kHeadBytes];
-  __shared__ __align__(16) uint8_t s_v[kKeys][kHeadBytes];
+  BOLTRT_SHARED_ALIGNED(16, uint8_t, s_k, [kKeys][kHeadBytes]);
+  BOLTRT_SHARED_ALIGNED(16, uint8_t, s_v, [kKeys][kHeadBytes]);
 
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int64_t group = n_head / n_head_kv;
@@ -169,13 +170,13 @@ cudaError_t launch_for_pairs(const float* q, const void* k_cache, const void* v_
   const auto* kc = static_cast<const uint8_t*>(k_cache);
   const auto* vc = static_cast<const uint8_t*>(v_cache);
   if (format == KvFormat::kQ8_0) {
-    attention_prefill_kernel<kPairs, kRowsPerWarp, KvFormat::kQ8_0>
-        <<<grid, kWarps * 32, 0, stream>>>(q, kc, vc, n_tokens, pos0, cells, n_head, n_head_kv,
-                                           window, scale, cap, out);
+    BOLTRT_LAUNCH(grid, kWarps * 32, 0, stream,
+                  attention_prefill_kernel<kPairs, kRowsPerWarp, KvFormat::kQ8_0>)
+    (q, kc, vc, n_tokens, pos0, cells, n_head, n_head_kv, window, scale, cap, out);
   } else {
-    attention_prefill_kernel<kPairs, kRowsPerWarp, KvFormat::kF16>
-        <<<grid, kWarps * 32, 0, stream>>>(q, kc, vc, n_tokens, pos0, cells, n_head, n_head_kv,
-                                           window, scale, cap, out);
+    BOLTRT_LAUNCH(grid, kWarps * 32, 0, stream,
+                  attention_prefill_kernel<kPairs, kRowsPerWarp, KvFormat::kF16>)
+    (q, kc, vc, n_tokens, pos0, cells, n_head, n_head_kv, window, scale, cap, out);
   }
   return cudaGetLastError();
 }

@@ -29,9 +29,9 @@ cudaError_t launch_convert_activations(const float* x, int64_t n, bool bf16, uin
   const int64_t blocks = (n + 255) / 256;
   const unsigned grid = static_cast<unsigned>(blocks < 4096 ? blocks : 4096);
   if (bf16) {
-    convert_activations_kernel<true><<<grid, 256, 0, stream>>>(x, n, out);
+    BOLTRT_LAUNCH(grid, 256, 0, stream, convert_activations_kernel<true>)(x, n, out);
   } else {
-    convert_activations_kernel<false><<<grid, 256, 0, stream>>>(x, n, out);
+    BOLTRT_LAUNCH(grid, 256, 0, stream, convert_activations_kernel<false>)(x, n, out);
   }
   return cudaGetLastError();
 }

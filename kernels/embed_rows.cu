@@ -31,8 +31,8 @@ cudaError_t launch_embed_rows(uint32_t type, const void* table, size_t row_strid
   if (cols % 32 != 0) return cudaErrorInvalidValue;
   return with_sub32_block(type, [&](auto* tag) {
     using Block = std::remove_pointer_t<decltype(tag)>;
-    embed_rows_kernel<Block><<<static_cast<unsigned>(n), 128, 0, stream>>>(
-        static_cast<const uint8_t*>(table), row_stride, cols, tokens, scale, out);
+    BOLTRT_LAUNCH(static_cast<unsigned>(n), 128, 0, stream, embed_rows_kernel<Block>)
+    (static_cast<const uint8_t*>(table), row_stride, cols, tokens, scale, out);
     return cudaGetLastError();
   });
 }

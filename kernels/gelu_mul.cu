@@ -23,7 +23,7 @@ cudaError_t launch_gelu_mul(const float* x, const float* y, int64_t y_stride, in
   const int64_t blocks = (n + threads - 1) / threads;
   const dim3 grid(static_cast<unsigned>(blocks < 1024 ? blocks : 1024),
                   static_cast<unsigned>(rows));
-  gelu_mul_kernel<<<grid, threads, 0, stream>>>(x, y, y_stride, n, out);
+  BOLTRT_LAUNCH(grid, threads, 0, stream, gelu_mul_kernel)(x, y, y_stride, n, out);
   return cudaGetLastError();
 }
 

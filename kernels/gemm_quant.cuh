@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "portable.cuh"
+
 namespace boltrt::kernels {
 
 // Batches above this many activation rows go to the tensor-core GEMM; up to it the decode

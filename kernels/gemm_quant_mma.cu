@@ -59,19 +59,24 @@ __device__ inline uint32_t load_u32(const __half* p) {
 // (row g+8, k 2c+8..); B regs hold (k 2c..2c+1, col g), (k 2c+8.., col g); D holds (row g,
 // cols 2c, 2c+1) and (row g+8, cols 2c, 2c+1).
 __device__ inline void mma_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+#if defined(BOLTRT_CUDA_EMULATOR)
+  ::boltrt::emu::mma_m16n8k16(d, a, b0, b1, /*bf16=*/false);  // the same instruction, emulated
+#else
   asm volatile(
       "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
       "{%8, %9}, {%0, %1, %2, %3};\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#endif
 }
 
+BOLTRT_DECLARE_LAUNCH_BOUNDS(gemm_quant_kernel, kThreads);
 template <typename Block>
 __global__ void __launch_bounds__(kThreads)
     gemm_quant_kernel(const uint8_t* __restrict__ w, int64_t rows, int64_t cols, size_t row_stride,
                       const float* __restrict__ x, int64_t n, float* __restrict__ y) {
-  __shared__ __align__(16) __half s_w[kTileM][kLd];
-  __shared__ __align__(16) __half s_x[kTileN][kLd];
+  BOLTRT_SHARED_ALIGNED(16, __half, s_w, [kTileM][kLd]);
+  BOLTRT_SHARED_ALIGNED(16, __half, s_x, [kTileN][kLd]);
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, c = lane & 3;
@@ -179,8 +184,8 @@ cudaError_t launch_gemm_quant(uint32_t ggml_type, const void* w, int64_t rows, i
   return with_sub32_block(ggml_type, [&](auto* tag) {
     using Block = std::remove_pointer_t<decltype(tag)>;
     const dim3 grid(static_cast<unsigned>(grid_m), static_cast<unsigned>(grid_n));
-    gemm_quant_kernel<Block><<<grid, kThreads, 0, stream>>>(static_cast<const uint8_t*>(w), rows,
-                                                            cols, row_stride, x, n, y);
+    BOLTRT_LAUNCH(grid, kThreads, 0, stream, gemm_quant_kernel<Block>)
+    (static_cast<const uint8_t*>(w), rows, cols, row_stride, x, n, y);
     return cudaGetLastError();
   });
 }

@@ -68,9 +68,9 @@ cudaError_t launch_gemv_experts(uint32_t ggml_type, const void* w, int64_t rows,
     const dim3 grid(static_cast<unsigned>((rows + kWarpsPerBlock - 1) / kWarpsPerBlock),
                     static_cast<unsigned>(pairs));
     const dim3 block(32 * kWarpsPerBlock);
-    gemv_experts_kernel<Block><<<grid, block, 0, stream>>>(
-        static_cast<const uint8_t*>(w), rows, cols, row_stride, expert_stride, selected, x,
-        x_pairs_per_row, expert_scale, order, y);
+    BOLTRT_LAUNCH(grid, block, 0, stream, gemv_experts_kernel<Block>)
+    (static_cast<const uint8_t*>(w), rows, cols, row_stride, expert_stride, selected, x,
+     x_pairs_per_row, expert_scale, order, y);
     return cudaGetLastError();
   });
 }

@@ -62,7 +62,8 @@ void launch_batch(const uint8_t* w, int64_t rows, int64_t cols, size_t row_strid
                   float* y, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>((rows + kWarpsPerBlock - 1) / kWarpsPerBlock));
   const dim3 block(32 * kWarpsPerBlock);
-  gemv_quant_kernel<Block, kBatch><<<grid, block, 0, stream>>>(w, rows, cols, row_stride, x, y);
+  BOLTRT_LAUNCH(grid, block, 0, stream, gemv_quant_kernel<Block, kBatch>)
+  (w, rows, cols, row_stride, x, y);
 }
 
 template <typename Block>

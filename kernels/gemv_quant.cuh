@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "portable.cuh"
+
 namespace boltrt::kernels {
 
 inline constexpr int kGemvMaxBatch = 8;

@@ -50,8 +50,8 @@ cudaError_t launch_kv_store_q8_0(const float* k, const float* v, int64_t n_token
   if (row % cuda::kQ8_0Values != 0 || n_tokens > 65535) return cudaErrorInvalidValue;
   const int64_t blocks = (row / cuda::kQ8_0Values + 63) / 64;
   const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(n_tokens));
-  kv_store_q8_0_kernel<<<grid, 64, 0, stream>>>(k, v, row, pos0, device_pos0, cells, k_cache,
-                                                v_cache);
+  BOLTRT_LAUNCH(grid, 64, 0, stream, kv_store_q8_0_kernel)
+  (k, v, row, pos0, device_pos0, cells, k_cache, v_cache);
   return cudaGetLastError();
 }
 
@@ -61,7 +61,8 @@ cudaError_t launch_kv_store(const float* k, const float* v, int64_t n_tokens, in
   if (n_tokens <= 0) return cudaSuccess;
   const int64_t blocks = (row + 255) / 256;
   const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(n_tokens));
-  kv_store_kernel<<<grid, 256, 0, stream>>>(k, v, row, pos0, device_pos0, cells, k_cache, v_cache);
+  BOLTRT_LAUNCH(grid, 256, 0, stream, kv_store_kernel)
+  (k, v, row, pos0, device_pos0, cells, k_cache, v_cache);
   return cudaGetLastError();
 }
 

@@ -28,7 +28,7 @@ cudaError_t launch_moe_combine(const float* y, const float* weights, int64_t n_t
   const int64_t blocks = (n + threads - 1) / threads;
   const dim3 grid(static_cast<unsigned>(blocks < 1024 ? blocks : 1024),
                   static_cast<unsigned>(n_tokens));
-  moe_combine_kernel<<<grid, threads, 0, stream>>>(y, weights, k, n, out);
+  BOLTRT_LAUNCH(grid, threads, 0, stream, moe_combine_kernel)(y, weights, k, n, out);
   return cudaGetLastError();
 }
 

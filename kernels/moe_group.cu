@@ -13,7 +13,7 @@ namespace {
 
 __global__ void moe_group_kernel(const int32_t* __restrict__ selected, int pairs, int n_expert,
                                  int32_t* __restrict__ order) {
-  extern __shared__ int next[];  // [n_expert]: counts, then each expert's next free slot
+  BOLTRT_DYNAMIC_SHARED(int, next);  // [n_expert]: counts, then each expert's next free slot
   for (int e = threadIdx.x; e < n_expert; e += blockDim.x) next[e] = 0;
   __syncthreads();
   for (int p = threadIdx.x; p < pairs; p += blockDim.x) atomicAdd(&next[selected[p]], 1);
@@ -38,8 +38,8 @@ cudaError_t launch_moe_group(const int32_t* selected, int64_t pairs, int n_exper
                              cudaStream_t stream) {
   if (pairs <= 0) return cudaSuccess;
   if (n_expert < 1 || n_expert > 4096 || pairs > 65535) return cudaErrorInvalidValue;
-  moe_group_kernel<<<1, 512, static_cast<size_t>(n_expert) * sizeof(int), stream>>>(
-      selected, static_cast<int>(pairs), n_expert, order);
+  BOLTRT_LAUNCH(1, 512, static_cast<size_t>(n_expert) * sizeof(int), stream, moe_group_kernel)
+  (selected, static_cast<int>(pairs), n_expert, order);
   return cudaGetLastError();
 }
 

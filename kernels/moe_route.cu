@@ -24,8 +24,8 @@ cudaError_t launch_moe_route(const float* logits, int64_t n_tokens, int n_expert
   if (k < 1 || k > n_expert) return cudaErrorInvalidValue;
   const int threads = 64;
   const int64_t blocks = (n_tokens + threads - 1) / threads;
-  moe_route_kernel<<<static_cast<unsigned>(blocks), threads, 0, stream>>>(
-      logits, n_tokens, n_expert, k, selected, weights);
+  BOLTRT_LAUNCH(static_cast<unsigned>(blocks), threads, 0, stream, moe_route_kernel)
+  (logits, n_tokens, n_expert, k, selected, weights);
   return cudaGetLastError();
 }
 

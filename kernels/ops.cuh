@@ -9,6 +9,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "portable.cuh"
+
 namespace boltrt::kernels {
 
 // rms_norm.cu: y[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w (w null: no weight); x, y [rows][n],

@@ -9,7 +9,7 @@ namespace {
 __global__ void ple_mix_kernel(float* proj, const float* __restrict__ tok,
                                const float* __restrict__ w, int64_t P, float proj_scale,
                                float tok_scale, float mix_scale, float eps) {
-  __shared__ float scratch[32];
+  BOLTRT_SHARED(float, scratch, [32]);
   float* x = proj + static_cast<int64_t>(blockIdx.x) * P;
   const float* t = tok + static_cast<int64_t>(blockIdx.x) * P;
   float sum = 0.0f;
@@ -30,8 +30,8 @@ cudaError_t launch_ple_mix(float* proj, const float* tok, const float* w, int64_
                            float proj_scale, float tok_scale, float mix_scale, float eps,
                            cudaStream_t stream) {
   if (rows <= 0) return cudaSuccess;
-  ple_mix_kernel<<<static_cast<unsigned>(rows), 128, 0, stream>>>(proj, tok, w, P, proj_scale,
-                                                                  tok_scale, mix_scale, eps);
+  BOLTRT_LAUNCH(static_cast<unsigned>(rows), 128, 0, stream, ple_mix_kernel)
+  (proj, tok, w, P, proj_scale, tok_scale, mix_scale, eps);
   return cudaGetLastError();
 }
 

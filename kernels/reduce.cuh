@@ -2,6 +2,8 @@
 #pragma once
 #include <cuda_runtime.h>
 
+#include "portable.cuh"
+
 namespace boltrt::kernels {
 
 __device__ inline float warp_sum(float v) {

@@ -12,7 +12,7 @@ constexpr int kThreads = 256;
 template <bool kAdd>
 __global__ void rms_norm_kernel(const float* __restrict__ x, const float* __restrict__ w, int64_t n,
                                 float eps, float* y) {
-  __shared__ float scratch[32];
+  BOLTRT_SHARED(float, scratch, [32]);
   const float* xr = x + blockIdx.x * n;
   float* yr = y + blockIdx.x * n;
   float sum = 0.0f;
@@ -34,14 +34,16 @@ __global__ void rms_norm_kernel(const float* __restrict__ x, const float* __rest
 cudaError_t launch_rms_norm(const float* x, const float* w, int64_t rows, int64_t n, float eps,
                             float* y, cudaStream_t stream) {
   if (rows <= 0) return cudaSuccess;
-  rms_norm_kernel<false><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(x, w, n, eps, y);
+  BOLTRT_LAUNCH(static_cast<unsigned>(rows), kThreads, 0, stream, rms_norm_kernel<false>)
+  (x, w, n, eps, y);
   return cudaGetLastError();
 }
 
 cudaError_t launch_rms_norm_add(const float* x, const float* w, int64_t rows, int64_t n, float eps,
                                 float* h, cudaStream_t stream) {
   if (rows <= 0) return cudaSuccess;
-  rms_norm_kernel<true><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(x, w, n, eps, h);
+  BOLTRT_LAUNCH(static_cast<unsigned>(rows), kThreads, 0, stream, rms_norm_kernel<true>)
+  (x, w, n, eps, h);
   return cudaGetLastError();
 }
 

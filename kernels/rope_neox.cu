@@ -29,8 +29,8 @@ cudaError_t launch_rope_neox(float* x, int64_t n_tokens, int64_t n_heads, int64_
   if (n_tokens <= 0 || n_rot <= 0) return cudaSuccess;
   const unsigned blocks = static_cast<unsigned>(n_tokens * n_heads);
   const int threads = n_rot / 2 >= 128 ? 128 : 64;
-  rope_neox_kernel<<<blocks, threads, 0, stream>>>(x, n_heads, head_dim, n_rot, pos0, device_pos0,
-                                                   theta_scale, freq_factors);
+  BOLTRT_LAUNCH(blocks, threads, 0, stream, rope_neox_kernel)
+  (x, n_heads, head_dim, n_rot, pos0, device_pos0, theta_scale, freq_factors);
   return cudaGetLastError();
 }
 

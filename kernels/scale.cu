@@ -16,7 +16,8 @@ __global__ void scale_kernel(float* x, int64_t n, float s) {
 cudaError_t launch_scale(float* x, int64_t n, float s, cudaStream_t stream) {
   if (n <= 0) return cudaSuccess;
   const int64_t blocks = (n + 255) / 256;
-  scale_kernel<<<static_cast<unsigned>(blocks < 4096 ? blocks : 4096), 256, 0, stream>>>(x, n, s);
+  BOLTRT_LAUNCH(static_cast<unsigned>(blocks < 4096 ? blocks : 4096), 256, 0, stream, scale_kernel)
+  (x, n, s);
   return cudaGetLastError();
 }
 

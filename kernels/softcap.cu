@@ -17,8 +17,9 @@ __global__ void softcap_kernel(float* x, int64_t n, float cap) {
 cudaError_t launch_softcap(float* x, int64_t n, float cap, cudaStream_t stream) {
   if (n <= 0) return cudaSuccess;
   const int64_t blocks = (n + 255) / 256;
-  softcap_kernel<<<static_cast<unsigned>(blocks < 4096 ? blocks : 4096), 256, 0, stream>>>(x, n,
-                                                                                           cap);
+  BOLTRT_LAUNCH(static_cast<unsigned>(blocks < 4096 ? blocks : 4096), 256, 0, stream,
+                softcap_kernel)
+  (x, n, cap);
   return cudaGetLastError();
 }
 

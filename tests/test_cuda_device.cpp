@@ -12,6 +12,9 @@
 #include "model/gemma4_synth.h"
 #include "support/paths.h"
 #include "util/error.h"
+#if defined(BOLTRT_CUDA_EMULATOR)
+#include "backend/cuda_emulator/emulator.h"
+#endif
 
 namespace boltrt {
 namespace {
@@ -28,7 +31,14 @@ bool cuda_usable() {
 
 TEST(CudaDevice, NamesResolve) {
   EXPECT_EQ(resolve_device("cpu"), ComputeDevice::kCpu);
+#if defined(BOLTRT_CUDA_EMULATOR)
+  // The emulated device is for tests: only an explicit --device cuda selects it.
+  ASSERT_TRUE(cuda_usable());
+  EXPECT_EQ(resolve_device("auto"), ComputeDevice::kCpu);
+  EXPECT_EQ(resolve_device("cuda"), ComputeDevice::kCuda);
+#else
   EXPECT_EQ(resolve_device("auto"), cuda_usable() ? ComputeDevice::kCuda : ComputeDevice::kCpu);
+#endif
   try {
     resolve_device("gpu");
     FAIL() << "'gpu' was accepted";
@@ -38,6 +48,12 @@ TEST(CudaDevice, NamesResolve) {
 }
 
 TEST(CudaDevice, CudaWithoutAUsableDeviceIsOneClearLine) {
+#if defined(BOLTRT_CUDA_EMULATOR)
+  emu::select_device("none");  // the emulator without a device: cudaGetDeviceCount says 0
+  struct Restore {
+    ~Restore() { emu::select_device("h200"); }
+  } restore;
+#endif
   if (cuda_usable()) GTEST_SKIP() << "a usable CUDA device is present";
   EXPECT_EQ(cuda_built(), cuda_unavailable_reason().find("no CUDA backend") == std::string::npos);
   try {

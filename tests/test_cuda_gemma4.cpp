@@ -7,10 +7,12 @@
 // or split gate/up experts, and a 1-layer 26B-A4B-shaped slice (D 2816, 128 experts, top 8,
 // expert width 704), F16 and Q8_0 KV caches. A prompt in prefill chunks (all logits), then
 // single-token decodes (CUDA graphs) past the window, then a rollback, a 3-token and a 12-token
-// (verify) batch. Tolerances are per weight type: the CPU multiplies quantized weights by
-// 8-bit-quantized activations (as llama.cpp does) and reads GELU from an f16 table, the GPU uses
-// f32 activations (f16 in the prefill GEMM) and the exact tanh GELU. Skips with the reason when the
-// build has no CUDA or no usable device exists.
+// (verify) batch. The CPU reference of a quantized model runs on its dequantized F32 copy: the
+// CPU multiplies quantized weights by 8-bit-quantized activations (as llama.cpp does), which on
+// random weights moves logits by a few percent, while the GPU uses f32 activations (f16 in the
+// prefill GEMM). Tolerances are per weight type (BF16: bf16 activations in cuBLAS batches). Runs
+// on a GPU or the CUDA emulator; skips with the reason when the build has no CUDA or no usable
+// device exists.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -25,6 +27,7 @@
 
 #include "model/gemma4.h"
 #include "model/gemma4_synth.h"
+#include "quant/quantize_model.h"
 #include "runtime/session.h"
 #include "runtime/thread_pool.h"
 #include "support/cuda_skip.h"
@@ -42,7 +45,9 @@ struct ModelCase {
   std::string preset;
   int64_t n_layer;  // 0: the preset's
   std::string type;
-  double tolerance;              // max |cuda - cpu| over max |cpu logit| per row
+  // max |cuda - cpu| over max |cpu logit| per row. The CPU reference of a quantized model is
+  // the CPU backend on an F32 copy of its dequantized weights (see LogitsMatchTheCpuBackend).
+  double tolerance;
   bool split_experts = false;    // MoE presets: ffn_gate_exps + ffn_up_exps instead of merged
   KvType kv_type = KvType::F16;  // both backends' caches (--kv-type)
   bool gemv_only = false;        // BOLTRT_CUDA_GEMM=0: batches through the f32 GEMV
@@ -103,6 +108,11 @@ TEST_P(CudaGemma4, LogitsMatchTheCpuBackend) {
     config.n_vocab = 4096;
     config.context_length = 4096;
     config.sliding_window = 32;
+#if defined(BOLTRT_CUDA_EMULATOR)
+    // 32 of the 128 experts (still top 8, the same 704 x 2816 expert matrices): the F16 stack
+    // of all 128 is 1.5 GB to synthesise and copy into the emulated device.
+    config.n_expert = 32;
+#endif
   }
   config.split_experts = mc.split_experts;
   model::Gemma4SynthOptions options;
@@ -110,8 +120,26 @@ TEST_P(CudaGemma4, LogitsMatchTheCpuBackend) {
   options.threads = 8;
   model::write_gemma4_synth(config, options, path);
 
+  // The reference for a quantized model: the CPU backend on the same weights dequantized to F32.
+  // The CPU backend's own quantized matmuls round their activations to 8 bits per 32-value
+  // block, which on these random-weight models moves logits by ~2-3.5 % of the row's largest
+  // (measured under the emulator: CPU Q8_0 vs its dequantized F32 copy 3.5e-2, CUDA Q8_0 vs that
+  // copy 1.7e-3); comparing CUDA with it would only measure the CPU's rounding, and a CUDA error
+  // of that size would pass. Against the exact weights the CUDA tolerance can stay at 1e-2.
+  const bool quantized = mc.type != "f32" && mc.type != "f16" && mc.type != "bf16";
+  const std::string ref_path = quantized ? dir + "/model-dequantized-f32.gguf" : path;
+  if (quantized) {
+    QuantizeOptions q;
+    q.ftype = FileType::F32;
+    q.allow_requantize = true;
+    q.threads = 2;
+    quantize_model(path, ref_path, q);
+  }
+
   {
     auto host = Gemma4Model::load(path);
+    auto ref = quantized ? Gemma4Model::load(ref_path) : nullptr;
+    const Gemma4Model& cpu_model = quantized ? *ref : *host;
     auto device = std::make_shared<const cuda::Gemma4CudaModel>(*host);
     EXPECT_GT(device->weight_bytes(), 0u);
     if (mc.type == "q5_0") {
@@ -125,7 +153,7 @@ TEST_P(CudaGemma4, LogitsMatchTheCpuBackend) {
     so.n_ctx = 512;
     so.n_batch = 64;
     so.kv_type = mc.kv_type;
-    Gemma4Session cpu(*host, so, &pool);
+    Gemma4Session cpu(cpu_model, so, &pool);
     if (mc.gemv_only) setenv("BOLTRT_CUDA_GEMM", "0", 1);  // read by the constructor
     cuda::Gemma4CudaSession gpu(device, so);
     if (mc.gemv_only) unsetenv("BOLTRT_CUDA_GEMM");
@@ -136,9 +164,17 @@ TEST_P(CudaGemma4, LogitsMatchTheCpuBackend) {
 
     std::mt19937 rng(5);
     std::uniform_int_distribution<int32_t> token(0, static_cast<int32_t>(V - 1));
-    std::vector<int32_t> prompt(250);
-    for (int32_t& t : prompt) t = token(rng);
-
+    // Under the CUDA emulator the real-shape slices (E4B, 26B-A4B) take a 40-token prompt (one
+    // tensor-core chunk, the 32-token window wrapped) and 6 decode steps: every kernel and
+    // shape still runs, and the tiny layouts cover the chunking and the graph buckets; the
+    // full prompt there is minutes of emulated tensor-core work per case.
+#if defined(BOLTRT_CUDA_EMULATOR)
+    const bool light = mc.preset == "e4b" || mc.preset == "26b-a4b";
+#else
+    const bool light = false;
+#endif
+    std::vector<int32_t> prompt(light ? 40 : 250);
+    const int decode_steps = light ? 6 : 30;
     double worst = 0;
     int same = 0, rows = 0;
     auto check = [&](std::span<const float> a, std::span<const float> b, const std::string& what) {
@@ -163,7 +199,7 @@ TEST_P(CudaGemma4, LogitsMatchTheCpuBackend) {
     }
     // single tokens (the CPU's greedy choice fed to both) past the sliding windows
     std::vector<int32_t> generated;
-    for (int step = 0; step < 30; ++step) {
+    for (int step = 0; step < decode_steps; ++step) {
       const int32_t next = generated.empty() ? prompt.back() : generated.back();
       const auto a = cpu.decode(std::span<const int32_t>(&next, 1));
       const std::vector<float> a_copy(a.begin(), a.end());
@@ -201,14 +237,14 @@ INSTANTIATE_TEST_SUITE_P(
     Layouts, CudaGemma4,
     ::testing::Values(
         ModelCase{"tiny_f32", "tiny", 0, "f32", 1e-2},
-        ModelCase{"tiny_q8_0", "tiny", 0, "q8_0", 3e-2},
+        ModelCase{"tiny_q8_0", "tiny", 0, "q8_0", 1e-2},
         ModelCase{"tiny_e2b_like_f16", "tiny-e2b-like", 0, "f16", 1e-2},
         // BF16 matrices: cuBLAS in the prefill batches (bf16 activations)
         ModelCase{"tiny_bf16", "tiny", 0, "bf16", 3e-2},
-        ModelCase{"tiny_e2b_like_q4_k_m", "tiny-e2b-like", 0, "q4_k_m", 6e-2},
-        ModelCase{"e4b_shape_q4_k_m", "e4b", 4, "q4_k_m", 6e-2},
+        ModelCase{"tiny_e2b_like_q4_k_m", "tiny-e2b-like", 0, "q4_k_m", 1e-2},
+        ModelCase{"e4b_shape_q4_k_m", "e4b", 4, "q4_k_m", 1e-2},
         // Q5_0 has no GEMV kernel: those matrices go to the device as F16
-        ModelCase{"tiny_q5_0_as_f16", "tiny", 0, "q5_0", 6e-2},
+        ModelCase{"tiny_q5_0_as_f16", "tiny", 0, "q5_0", 1e-2},
         // mixture of experts (§5.7), merged gate_up and split gate/up experts: one MoE layer
         // with float weights through the f32 GEMV (no f16-activation GEMM), so the router sees
         // the CPU's hidden state to ~1e-6 and no routing decision flips between the backends.
@@ -218,10 +254,12 @@ INSTANTIATE_TEST_SUITE_P(
         ModelCase{"tiny_moe_1l_f32", "tiny-moe", 1, "f32", 1e-2, false, KvType::F16, true},
         ModelCase{"tiny_moe_1l_split_f32", "tiny-moe", 1, "f32", 1e-2, true, KvType::F16, true},
         ModelCase{"a26b_shape_1l_f16", "26b-a4b", 1, "f16", 1e-2, false, KvType::F16, true},
-        // Q8_0 KV cache: both backends store the same Q8_0 bytes
+        // Q8_0 KV cache: both backends quantize K and V with the same rounding, but inputs that
+        // differ in the last bits can land on either side of a rounding step (1/127 of a
+        // block's largest value): ~1e-2 more error (tiny_f32_kv_q8_0 measured 9.5e-3)
         ModelCase{"tiny_f32_kv_q8_0", "tiny", 0, "f32", 1e-2, false, KvType::Q8_0},
         ModelCase{"tiny_q8_0_kv_q8_0", "tiny", 0, "q8_0", 3e-2, false, KvType::Q8_0},
-        ModelCase{"e4b_shape_q4_k_m_kv_q8_0", "e4b", 4, "q4_k_m", 6e-2, false, KvType::Q8_0}),
+        ModelCase{"e4b_shape_q4_k_m_kv_q8_0", "e4b", 4, "q4_k_m", 3e-2, false, KvType::Q8_0}),
     case_name);
 
 // Runs without a device: the session's device memory from the layout alone. The KV cache is

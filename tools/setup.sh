@@ -4,7 +4,8 @@
 set -euo pipefail
 # Libraries and headers: checked by package name.
 PKGS=(build-essential pkg-config libclang-rt-14-dev libgtest-dev libgmock-dev googletest libbenchmark-dev
-      libfmt-dev libcli11-dev nlohmann-json3-dev libedit-dev python3-numpy)
+      libfmt-dev libcli11-dev nlohmann-json3-dev libedit-dev python3-numpy
+      libboost-context-dev)
 # Tools: checked by command, since they may come from elsewhere (e.g. Node.js with its own npm).
 declare -A TOOLS=([cmake]=cmake [ninja]=ninja-build [ccache]=ccache [clang++]=clang
                   [python3]=python3 [git]=git [node]=nodejs [npm]=npm [script]=bsdutils)

@@ -57,7 +57,7 @@ enum class KvCacheType {
 
 /// How Model::load sets the model up.
 struct ModelOptions {
-  Device device = Device::kCpu;  ///< where to run (CUDA is opt-in until verified on a GPU)
+  Device device = Device::kAuto;  ///< where to run (auto: a GPU that passes the self-check, else the CPU)
   int threads = 0;               ///< CPU compute threads; 0 = physical cores
   int64_t context = 4096;        ///< tokens each session can hold (prompt + answer)
   KvCacheType kv_type = KvCacheType::kF16;  ///< KV cache element type

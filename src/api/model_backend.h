@@ -93,7 +93,7 @@ class ModelBackend {
 };
 
 struct BackendOptions {
-  std::string device = "cpu";  // auto | cpu | cuda (CUDA opt-in until verified on a GPU)
+  std::string device = "auto";  // auto | cpu | cuda (auto: a GPU that passed the self-check)
   int threads = 0;             // 0: physical cores
   int64_t context = 4096;
   std::string kv_type = "f16";  // f16 | f32 | q8_0

@@ -2,11 +2,18 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
+#include <mutex>
+
 #include "gguf/gguf.h"
 #include "model/gemma4.h"
 #include "util/error.h"
 #if defined(BOLTRT_HAVE_CUDA)
 #include "backend/cuda/gemma4_cuda.h"
+#include "backend/cuda/self_check.h"
+#if defined(BOLTRT_CUDA_EMULATOR)
+#include "backend/cuda_emulator/emulator.h"
+#endif
 #endif
 
 namespace boltrt {
@@ -29,15 +36,59 @@ std::string cuda_unavailable_reason() {
 #endif
 }
 
+namespace {
+
+// On a real GPU, the quick self-check the first time a process uses the device: "" when it
+// passed, else the one line that says which kernel disagreed with the CPU. Under the emulator
+// the kernels are checked by the test suite instead (and by `boltrt selftest`); running the
+// check on every load there would only cost time. BOLTRT_CUDA_SELFCHECK=0 skips it,
+// =1 forces it (also on the emulator).
+std::string device_self_check_failure() {
+#if defined(BOLTRT_HAVE_CUDA)
+  static const std::string failure = [] {
+    const char* env = std::getenv("BOLTRT_CUDA_SELFCHECK");
+    const std::string mode = env ? env : "";
+#if defined(BOLTRT_CUDA_EMULATOR)
+    if (mode != "1") return std::string();
+#endif
+    if (mode == "0") return std::string();
+    try {
+      const cuda::SelfCheckReport report = cuda::self_check(/*full=*/false);
+      const std::string bad = report.first_failure();
+      return bad.empty() ? bad : "the CUDA self-check failed: " + bad;
+    } catch (const Error& e) {
+      return std::string("the CUDA self-check failed: ") + e.what();
+    }
+  }();
+  return failure;
+#else
+  return "";
+#endif
+}
+
+}  // namespace
+
 ComputeDevice resolve_device(std::string_view name) {
   if (name == "cpu") return ComputeDevice::kCpu;
   if (name != "cuda" && name != "auto") {
     fail("unknown device '{}' (auto, cpu or cuda)", name);
   }
+#if defined(BOLTRT_CUDA_EMULATOR)
+  // The emulator is a test device: only an explicit --device cuda runs on it.
+  if (name == "auto") return ComputeDevice::kCpu;
+#endif
   const std::string why = cuda_unavailable_reason();
-  if (why.empty()) return ComputeDevice::kCuda;
-  if (name == "cuda") fail("device cuda requested but no usable CUDA device: {}", why);
-  return ComputeDevice::kCpu;
+  if (!why.empty()) {
+    if (name == "cuda") fail("device cuda requested but no usable CUDA device: {}", why);
+    return ComputeDevice::kCpu;
+  }
+  if (const std::string bad = device_self_check_failure(); !bad.empty()) {
+    if (name == "cuda") fail("{}", bad);
+    static std::once_flag said;
+    std::call_once(said, [&] { fmt::print(stderr, "boltrt: {}; running on the CPU\n", bad); });
+    return ComputeDevice::kCpu;
+  }
+  return ComputeDevice::kCuda;
 }
 
 ComputeDevice resolve_device(std::string_view name, const Gemma4Model& model) {
@@ -93,6 +144,11 @@ std::shared_ptr<const CudaGemma4> load_cuda_gemma4(const Gemma4Model& model) {
   if (const std::string why = cuda_unavailable_reason(); !why.empty()) {
     fail("no usable CUDA device: {}", why);
   }
+#if defined(BOLTRT_CUDA_EMULATOR)
+  // Once per process: whoever reads the output knows no GPU ran it.
+  static std::once_flag said;
+  std::call_once(said, [] { fmt::print(stderr, "boltrt: {}\n", emu::describe()); });
+#endif
   return std::make_shared<CudaGemma4Impl>(model);
 #else
   (void)model;

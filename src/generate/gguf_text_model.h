@@ -15,7 +15,7 @@ struct TextModelOptions {
   int64_t n_ctx = 4096;         // capped by the model's training context; 0 = the training context
   std::string kv_type = "f16";  // f16 | f32 | q8_0
   // where the model runs: auto | cpu | cuda (backend/device.h)
-  std::string device = "cpu";
+  std::string device = "auto";
   // Called while tensors load, with the fraction done (0..1).
   std::function<void(float)> on_progress;
 };

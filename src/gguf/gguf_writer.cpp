@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -182,9 +183,15 @@ class CountingSink final : public TensorSink {
 };
 
 // Buffered writes to a descriptor; any failure names the file and the byte count reached.
+// Buffers writes; a whole buffer of zero bytes becomes a hole (lseek) in a regular file, so
+// layout-only models (Gemma4SynthOptions::zero_weights) of tens of GB take no disk.
 class FdSink final : public TensorSink {
  public:
-  FdSink(int fd, const std::string& name) : fd_(fd), name_(name) { buffer_.reserve(kBuffer); }
+  FdSink(int fd, const std::string& name) : fd_(fd), name_(name) {
+    buffer_.reserve(kBuffer);
+    struct stat st {};
+    sparse_ = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  }
   void write(const void* data, size_t n) override {
     const auto* p = static_cast<const uint8_t*>(data);
     while (n > 0) {
@@ -198,6 +205,16 @@ class FdSink final : public TensorSink {
   void flush() {
     const uint8_t* p = buffer_.data();
     size_t n = buffer_.size();
+    if (sparse_ && n == kBuffer &&
+        std::all_of(buffer_.begin(), buffer_.end(), [](uint8_t b) { return b == 0; })) {
+      if (::lseek(fd_, static_cast<off_t>(n), SEEK_CUR) >= 0) {
+        written_ += n;
+        hole_at_end_ = true;
+        buffer_.clear();
+        return;
+      }
+    }
+    if (n > 0) hole_at_end_ = false;
     while (n > 0) {
       ssize_t w = ::write(fd_, p, n);
       if (w < 0 && errno == EINTR) continue;
@@ -211,6 +228,13 @@ class FdSink final : public TensorSink {
     }
     buffer_.clear();
   }
+  // After the last flush: a file that ends in a hole gets its length.
+  void finish() {
+    flush();
+    if (hole_at_end_ && ::ftruncate(fd_, static_cast<off_t>(::lseek(fd_, 0, SEEK_CUR))) != 0) {
+      fail("{}: cannot extend to {} bytes: {}", name_, written_, std::strerror(errno));
+    }
+  }
 
  private:
   static constexpr size_t kBuffer = size_t{4} << 20;
@@ -218,6 +242,7 @@ class FdSink final : public TensorSink {
   const std::string& name_;
   std::vector<uint8_t> buffer_;
   uint64_t written_ = 0;
+  bool sparse_ = false, hole_at_end_ = false;
 };
 
 class MemorySink final : public TensorSink {
@@ -445,7 +470,7 @@ void Writer::emit(TensorSink& out) const {
 void Writer::write_fd(int fd, const std::string& name) const {
   FdSink sink(fd, name);
   emit(sink);
-  sink.flush();
+  sink.finish();
 }
 
 void Writer::write(const std::string& path) const {

@@ -132,6 +132,13 @@ struct Spec {
 // llama-quantize's per-tensor mix (quant/quant_mix.h).
 constexpr std::string_view kUniformTypes[] = {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_k", "q6_k"};
 
+uint64_t tensor_bytes(const Spec& s) {
+  int64_t rows = 1;
+  for (size_t d = 1; d < s.ne.size(); ++d) rows *= s.ne[d];
+  const TypeTraits& t = type_traits(s.type);
+  return static_cast<uint64_t>(rows) * static_cast<uint64_t>(s.ne[0] / t.block_size) * t.type_size;
+}
+
 bool is_uniform(std::string_view t) {
   return std::find(std::begin(kUniformTypes), std::end(kUniformTypes), t) !=
          std::end(kUniformTypes);
@@ -389,6 +396,17 @@ Gemma4SynthStats prepare(const Gemma4Config& c, const Gemma4SynthOptions& option
       options.random_blocks < 0 ? stats.n_params > 300'000'000 : options.random_blocks > 0;
   for (const Spec& s : specs) {
     const uint64_t tensor_seed = tensor_stream_seed(options.seed, s.name);
+    if (options.zero_weights) {
+      w.add_tensor(s.name, s.type, s.ne, [bytes = tensor_bytes(s)](gguf::TensorSink& sink) {
+        static const std::vector<uint8_t> zeros(size_t{1} << 20, 0);
+        for (uint64_t done = 0; done < bytes;) {
+          const size_t n = static_cast<size_t>(std::min<uint64_t>(zeros.size(), bytes - done));
+          sink.write(zeros.data(), n);
+          done += n;
+        }
+      });
+      continue;
+    }
     w.add_tensor(s.name, s.type, s.ne,
                  [s, tensor_seed, random_blocks, &pool](gguf::TensorSink& sink) {
                    int64_t rows = 1;

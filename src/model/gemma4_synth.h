@@ -63,6 +63,10 @@ struct Gemma4SynthOptions {
   // margins. For timing benchmarks whose forced choices must not flip when a batch of another
   // size rounds differently in the last bits (which a deep random model amplifies). 1: as usual.
   double block_output_scale = 1.0;
+  // Every tensor's bytes zero: a layout-only file (the real shapes, types and metadata) for
+  // memory planning and loading tests of full-size models; written as a sparse file, it takes
+  // no disk (`boltrt synth --zero-weights`).
+  bool zero_weights = false;
 };
 
 struct Gemma4SynthStats {

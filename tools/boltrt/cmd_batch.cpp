@@ -37,7 +37,7 @@ struct BatchArgs {
   int threads = 0;
   int64_t context = 4096;
   std::string kv_type = "f16";
-  std::string device = "cpu";
+  std::string device = "auto";
   ReasoningOptions reasoning;
   std::string progress = "auto";
   DraftOptions draft;

@@ -32,7 +32,7 @@ struct BenchArgs {
   std::string output = "md";
   bool json = false;
   std::string kv_type = "f16";
-  std::string device = "cpu";
+  std::string device = "auto";
 };
 
 struct Result {

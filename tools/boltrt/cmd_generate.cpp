@@ -88,8 +88,6 @@ void run(GenerateFlags& flags, CLI::App& app) {
     prompt = text->tokenize(prompt_text, true);
   }
 
-  if (flags.draft.enabled() && flags.model.device == "cuda")
-    fail("--draft does not run with --device cuda yet");
   Generator generator(text->model(), text->vocab(), sampling);
   // --draft: the draft shares the loaded target's weights and threads (one mapping).
   const std::unique_ptr<BlockDrafter> drafter = flags.draft.attach(*text, generator);

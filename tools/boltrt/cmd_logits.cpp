@@ -1,12 +1,15 @@
-// boltrt logits -m FILE --ids 2,17,99 [-t N] [--kv-type f32|f16|q8_0] [-b N]
+// boltrt logits -m FILE --ids 2,17,99 [-t N] [--kv-type f32|f16|q8_0] [-b N] [--device D]
 // Prints one line per position, "pos argmax v0 v1 ... v(n_vocab-1)" with %.6g values: the
 // layout of shared/tools/llama-ref/llama_logits, so the two outputs can be diffed directly.
-// The KV cache defaults to F32 here, as llama_logits' does.
+// The KV cache defaults to F32 here, as llama_logits' does (F16 on a CUDA device, which keeps
+// F16 or Q8_0 caches).
 #include <cstdio>
 #include <string>
 #include <vector>
 
+#include "backend/device.h"
 #include "command.h"
+#include "device_options.h"
 #include "model/gemma4.h"
 #include "runtime/session.h"
 #include "runtime/thread_pool.h"
@@ -41,23 +44,34 @@ struct LogitsArgs {
   std::string model;
   std::string ids;
   int threads = 1;
-  std::string kv_type = "f32";
+  std::string kv_type;  // empty: f32 on the CPU, f16 on CUDA
   int64_t batch = 512;
+  std::string device = "auto";
 };
 
 void run(const LogitsArgs& args) {
   const std::vector<int32_t> ids = parse_ids(args.ids);
-  const auto kv_type = kv_type_from_name(args.kv_type);
-  if (!kv_type) fail("--kv-type: '{}' is not one of f16, f32, q8_0", args.kv_type);
   auto model = Gemma4Model::load(args.model);
+  const bool on_cuda = resolve_device(args.device, *model) == ComputeDevice::kCuda;
+  const std::string kv_name = !args.kv_type.empty() ? args.kv_type : on_cuda ? "f16" : "f32";
+  const auto kv_type = kv_type_from_name(kv_name);
+  if (!kv_type) fail("--kv-type: '{}' is not one of f16, f32, q8_0", kv_name);
   ThreadPool pool(std::max(1, args.threads));
   SessionOptions options;
   options.n_ctx = static_cast<int64_t>(ids.size());
   options.n_batch = args.batch;
   options.kv_type = *kv_type;
-  Gemma4Session session(*model, options, &pool);
-  const auto logits = session.decode(ids, /*all_logits=*/true);
-  const int64_t V = session.n_vocab();
+  std::shared_ptr<const CudaGemma4> cuda;
+  std::unique_ptr<LanguageModel> session;
+  if (on_cuda) {
+    cuda = load_cuda_gemma4(*model);
+    fmt::print(stderr, "boltrt: {}\n", cuda->describe());
+    session = cuda->new_session(options);
+  } else {
+    session = std::make_unique<Gemma4Session>(*model, options, &pool);
+  }
+  const auto logits = session->decode(ids, /*all_logits=*/true);
+  const int64_t V = session->n_vocab();
   std::string line;
   char number[32];
   for (size_t i = 0; i < ids.size(); ++i) {
@@ -82,10 +96,11 @@ void setup(CLI::App& sub) {
   sub.add_option("-p,--ids,--tokens", args->ids, "comma-separated token ids")->required();
   sub.add_option("-t,--threads", args->threads, "threads")->capture_default_str();
   sub.add_option("--kv-type,--cache-type-k,--cache-type-v", args->kv_type,
-                 "KV cache type: f32 (default here), f16, q8_0 (K and V share one type)")
-      ->capture_default_str()
+                 "KV cache type: f32 (default here; f16 with --device cuda), f16, q8_0 (K and V "
+                 "share one type)")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   sub.add_option("-b,--batch", args->batch, "prompt micro-batch size")->capture_default_str();
+  add_device_option(sub, &args->device);
   sub.callback([args] { run(*args); });
 }
 

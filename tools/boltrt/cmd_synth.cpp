@@ -23,6 +23,7 @@ struct SynthArgs {
   int threads = 0;
   bool random_blocks = false;
   bool quantize_rows = false;
+  bool zero_weights = false;
 };
 
 void setup(CLI::App& sub) {
@@ -48,6 +49,8 @@ void setup(CLI::App& sub) {
                "Also write (unused) attn_k/attn_v on the shared-KV layers");
   sub.add_flag("--random-blocks", args->random_blocks,
                "Quantized types: random codes with sane scales (default above 300M params)");
+  sub.add_flag("--zero-weights", args->zero_weights,
+               "All tensor bytes zero, written sparse: full-size layouts for memory planning");
   sub.add_flag("--quantize-rows", args->quantize_rows,
                "Quantized types: quantize the float draws (default up to 300M params)");
   sub.add_option("-t,--threads", args->threads, "Threads (output does not depend on it)");
@@ -66,6 +69,7 @@ void setup(CLI::App& sub) {
     options.vocab_from = args->vocab_from;
     if (args->random_blocks) options.random_blocks = 1;
     if (args->quantize_rows) options.random_blocks = 0;
+    options.zero_weights = args->zero_weights;
     options.threads = args->threads > 0 ? args->threads : boltrt::cli::default_threads();
     auto stats = boltrt::model::write_gemma4_synth(config, options, args->out);
     fmt::print(

@@ -17,7 +17,7 @@ struct ModelFlags {
   int threads = 0;
   int64_t n_ctx = 4096;
   std::string kv_type = "f16";
-  std::string device = "cpu";  // --device (device_options.h): auto | cpu | cuda
+  std::string device = "auto";  // --device (device_options.h): auto | cpu | cuda
 };
 void add_model_flags(CLI::App& app, ModelFlags& flags);
 // Loads the model, with a progress bar on stderr when it is a terminal.

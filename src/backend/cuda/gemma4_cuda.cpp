@@ -30,6 +30,15 @@ void check(cudaError_t status, const char* what) {
   if (status != cudaSuccess) fail("CUDA {}: {}", what, cudaGetErrorString(status));
 }
 
+// The context bucket of a token at `pos`: its keys rounded up to a power of two from 256. A
+// decode graph serves one bucket, and the split-KV attention of a token splits its keys as the
+// bucket's graph does, with or without graphs.
+int64_t decode_bucket(int64_t pos) {
+  int64_t bucket = 256;
+  while (bucket < pos + 1) bucket *= 2;
+  return bucket;
+}
+
 constexpr double kMiB = 1024.0 * 1024.0;
 constexpr size_t kAlign = 256;
 
@@ -392,6 +401,11 @@ struct Gemma4CudaSession::State {
   void* blas_scratch = nullptr;
   int64_t* pos = nullptr;       // device: the position of the single token
   int64_t* host_pos = nullptr;  // pinned staging for it
+  // taps (set_tap_layers): [taps][n_batch][D] on the device, the same in pinned memory
+  DeviceBuffer tap_buffer;
+  PinnedBuffer host_tap_buffer;
+  float* tap = nullptr;
+  float* host_tap = nullptr;
   std::map<int64_t, cudaGraphExec_t> graphs;
 
   void drop_graphs() {
@@ -644,6 +658,7 @@ std::span<const float> Gemma4CudaSession::decode(std::span<const int32_t> tokens
     if (t < 0 || t >= V) fail("decode: token id {} outside the vocabulary [0, {})", t, V);
   }
   logits_.resize(static_cast<size_t>((all_logits ? n : 1) * V));
+  taps_.clear();
   const int64_t start = n_past_;
   try {
     for (int64_t done = 0; done < n; done += n_batch_) {
@@ -732,8 +747,7 @@ void Gemma4CudaSession::forward(const int32_t* tokens, int64_t n, int64_t pos0, 
   if (n == 1 && rows == 1 && s.use_graphs) {
     // one token: replay the graph of its context bucket (keys rounded up to a power of two
     // from 256), capturing it on first use
-    int64_t bucket = 256;
-    while (bucket < pos0 + 1) bucket *= 2;
+    const int64_t bucket = decode_bucket(pos0);
     *s.host_pos = pos0;
     auto it = s.graphs.find(bucket);
     if (it == s.graphs.end()) {
@@ -763,6 +777,33 @@ void Gemma4CudaSession::forward(const int32_t* tokens, int64_t n, int64_t pos0, 
   // surfaces here as one error.
   check(cudaStreamSynchronize(s.stream), "forward");
   if (logits) std::memcpy(logits, s.host_logits, static_cast<size_t>(rows * V) * 4);
+  if (!tap_layers_.empty()) {  // [taps][n_batch][D] -> [n][taps][D], appended
+    const int64_t D = c.n_embd, T = static_cast<int64_t>(tap_layers_.size());
+    const size_t at = taps_.size();
+    taps_.resize(at + static_cast<size_t>(n * T * D));
+    for (int64_t t = 0; t < n; ++t) {
+      for (int64_t i = 0; i < T; ++i) {
+        std::memcpy(taps_.data() + at + static_cast<size_t>((t * T + i) * D),
+                    s.host_tap + (i * n_batch_ + t) * D, static_cast<size_t>(D) * 4);
+      }
+    }
+  }
+}
+
+void Gemma4CudaSession::set_tap_layers(std::vector<int32_t> layers) {
+  const Gemma4Config& c = model_->host().config();
+  for (int32_t k : layers) {
+    if (k < 0 || k > c.n_layer) fail("set_tap_layers: layer {} outside [0, {}]", k, c.n_layer);
+  }
+  State& s = *state_;
+  s.drop_graphs();  // they captured the old tap copies (or none)
+  tap_layers_ = std::move(layers);
+  taps_.clear();
+  const size_t floats = tap_layers_.size() * static_cast<size_t>(n_batch_ * c.n_embd);
+  s.tap_buffer = DeviceBuffer(floats * 4);
+  s.host_tap_buffer = PinnedBuffer(floats * 4);
+  s.tap = static_cast<float*>(s.tap_buffer.data());
+  s.host_tap = static_cast<float*>(s.host_tap_buffer.data());
 }
 
 // §5.7, from the post-attention residual s.h, the dense branch's output in s.o [n][D]:
@@ -864,9 +905,21 @@ void Gemma4CudaSession::enqueue(int64_t n, int64_t pos0, int64_t logit_rows, boo
           "per-layer embedding mix");
   }
 
+  // taps: the residual stream h at the input of layer k (k = L: after the last layer) into
+  // the tap rows of the slots that ask for it, then to the host at the end
+  auto tap = [&](int64_t k) {
+    for (size_t i = 0; i < tap_layers_.size(); ++i) {
+      if (tap_layers_[i] != k) continue;
+      check(cudaMemcpyAsync(s.tap + static_cast<int64_t>(i) * n_batch_ * D, s.h,
+                            static_cast<size_t>(n * D) * 4, cudaMemcpyDeviceToDevice, st),
+            "tap copy");
+    }
+  };
+
   for (int64_t il = 0; il < L; ++il) {
     const Gemma4LayerConfig& lc = c.layers[static_cast<size_t>(il)];
     const Gemma4CudaModel::Weights::Layer& layer = w.layers[static_cast<size_t>(il)];
+    tap(il);
     const int64_t hd = lc.head_dim, H = lc.n_head, Hkv = lc.n_head_kv;
     const float theta_scale = std::pow(lc.rope_base, -2.0f / static_cast<float>(lc.n_rot));
     const float* freq_factors = lc.sliding ? nullptr : w.rope_freqs;
@@ -914,6 +967,21 @@ void Gemma4CudaSession::enqueue(int64_t n, int64_t pos0, int64_t logit_rows, boo
                 s.cells[static_cast<size_t>(il)], H, Hkv, hd, lc.sliding ? c.n_swa : 0,
                 /*scale=*/1.0f, /*cap=*/0.0f, s.attn, st, s.kv_format),
             "prefill attention");
+    } else if (n <= kernels::kGemvMaxBatch) {
+      // Decode and verify-sized batches: one launch per token, split as the one-token graph
+      // of its context bucket splits it, so a row's bits do not depend on the batch it is in
+      // (drafted greedy output equals plain decoding) nor on whether graphs are on.
+      for (int64_t t = 0; t < n; ++t) {
+        const int64_t bucket = device_pos ? split_keys : decode_bucket(pos0 + t);
+        const int64_t max_keys = lc.sliding ? std::min(bucket, c.n_swa) : bucket;
+        const int n_split = kernels::attention_split_count(max_keys, 1, H);
+        check(kernels::launch_attention_decode(
+                  s.q + t * H * hd, s.k[static_cast<size_t>(il)], s.v[static_cast<size_t>(il)], 1,
+                  pos0 + t, s.cells[static_cast<size_t>(il)], H, Hkv, hd, lc.sliding ? c.n_swa : 0,
+                  /*scale=*/1.0f, /*cap=*/0.0f, n_split, s.partials, s.attn + t * H * hd, st, dpos,
+                  s.kv_format),
+              "attention");
+      }
     } else {
       // split over the keys a query can see at most (split_keys: the graph's bucket)
       const int64_t max_keys = lc.sliding ? std::min(split_keys, c.n_swa) : split_keys;
@@ -951,6 +1019,16 @@ void Gemma4CudaSession::enqueue(int64_t n, int64_t pos0, int64_t logit_rows, boo
     // --- 5.9 layer output scalar
     if (layer.output_scale != 1.0f) {
       check(kernels::launch_scale(s.h, n * D, layer.output_scale, st), "layer_output_scale");
+    }
+  }
+
+  tap(L);
+  if (!tap_layers_.empty()) {
+    for (size_t i = 0; i < tap_layers_.size(); ++i) {
+      const int64_t at = static_cast<int64_t>(i) * n_batch_ * D;
+      check(cudaMemcpyAsync(s.host_tap + at, s.tap + at, static_cast<size_t>(n * D) * 4,
+                            cudaMemcpyDeviceToHost, st),
+            "tap download");
     }
   }
 

@@ -100,6 +100,12 @@ class Gemma4CudaSession : public LanguageModel {
 
   size_t device_bytes() const;  // KV cache + scratch of this session
 
+  // Hidden-state capture for DFlash drafts (LanguageModel::set_tap_layers): the residual
+  // stream at the input of each listed layer (n_layer: after the last one), copied to the host
+  // with every decode.
+  void set_tap_layers(std::vector<int32_t> layers) override;
+  std::span<const float> taps() const override { return {taps_.data(), taps_.size()}; }
+
  private:
   struct State;
   // Runs n tokens at positions pos0..; writes the logits of the last row (all rows with
@@ -117,6 +123,8 @@ class Gemma4CudaSession : public LanguageModel {
   int64_t n_ctx_ = 0, n_batch_ = 0, n_past_ = 0;
   std::unique_ptr<State> state_;
   std::vector<float> logits_;
+  std::vector<int32_t> tap_layers_;
+  std::vector<float> taps_;  // [n_tokens][tap_layers_.size()][D] of the last decode
 };
 
 }  // namespace boltrt::cuda
