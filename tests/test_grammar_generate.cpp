@@ -203,6 +203,13 @@ TEST(GrammarCli, GenerateWithJsonSchemaAndGrammarFile) {
       "{} generate -m {} -p 'Well' -n 20 --grammar-file {}", test::cli_path(), tiny_path(), g));
   ASSERT_EQ(yes.status, 0) << yes.err;
   EXPECT_TRUE(yes.out == "yes, sir" || yes.out == "no, sir") << yes.out;
+  // --ignore-eos cannot keep a complete grammar going: it ends there
+  const auto ended = test::run_command_split(fmt::format(
+      "{} generate -m {} -p 'Well' -n 20 --ignore-eos --grammar 'root ::= \"ok\"' --json",
+      test::cli_path(), tiny_path()));
+  ASSERT_EQ(ended.status, 0) << ended.err;
+  EXPECT_EQ(Json::parse(ended.out)["text"], "ok");
+  EXPECT_EQ(Json::parse(ended.out)["finish_reason"], "eog");
   const auto bad = test::run_command_split(fmt::format(
       "{} generate -m {} -p 'Well' --grammar 'root ::= (\"a\"'", test::cli_path(), tiny_path()));
   EXPECT_EQ(bad.status, 1);

@@ -77,7 +77,12 @@ int32_t GrammarController::before_sample(std::span<float> logits) {
   matcher_.apply(logits, mask_);
   if (may_open) logits[static_cast<size_t>(markers_->open)] = open_logit;
   if (may_open || std::any_of(mask_.begin(), mask_.end(), [](uint32_t w) { return w != 0; })) {
-    return -1;
+    // Only the end may follow but the loop masked it (--ignore-eos): the output cannot go on,
+    // so it ends here rather than sampling from a row without a legal token.
+    const bool none_left =
+        !may_open && matcher_.is_complete() &&
+        std::none_of(logits.begin(), logits.end(), [](float x) { return x > -INFINITY; });
+    if (!none_left) return -1;
   }
   // Nothing the model could write fits: when the grammar is complete, end; else the grammar
   // cannot be finished with this vocabulary.
