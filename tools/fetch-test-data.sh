@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # Test data that is too big to commit and that a script can make again:
 #   tests/data/vocab/ggml-vocab-gemma-4.gguf — the real 262,144-token Gemma 4 vocabulary, from the
-#   llama.cpp source bundle inside the npm package node-llama-cpp (the same one llama-ref builds).
+#   llama.cpp source bundle inside the npm package node-llama-cpp (the same one llama-ref builds);
+#   tests/serve_client/node_modules/ — the official `openai` npm client that test_serve_client
+#   drives `boltrt serve` with (version pinned in tests/serve_client/package-lock.json).
 # Idempotent; nothing here is tracked by git.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+if [[ ! -s $ROOT/tests/serve_client/node_modules/openai/package.json ]]; then
+  (cd "$ROOT/tests/serve_client" && npm ci --no-audit --no-fund --loglevel=error)
+fi
 DEST=$ROOT/tests/data/vocab
 VERSION=${NODE_LLAMA_CPP_VERSION:-3.21.1}
 mkdir -p "$DEST"

@@ -46,6 +46,10 @@ std::vector<int32_t> GgufBackend::tokenize(std::string_view text, bool add_speci
   return tokenizer_->encode(text, add_special, /*parse_special=*/true);
 }
 
+std::vector<int32_t> GgufBackend::tokenize_chat(const RenderedChat& chat) const {
+  return tokenizer_->encode_with_literals(chat.text, chat.literal, /*add_special=*/true);
+}
+
 bool GgufBackend::has_chat_template() const {
   return template_.format() != text::ChatFormat::kNone;
 }
@@ -76,7 +80,7 @@ RenderedChat GgufBackend::render_chat_json(const nlohmann::ordered_json& message
   options.add_generation_prompt = add_generation_prompt;
   const text::ChatPrompt prompt =
       template_.render(text::messages_from_json(messages), tools, options);
-  return {prompt.text, prompt.generation_prompt};
+  return {prompt.text, prompt.generation_prompt, prompt.literal};
 }
 
 ParsedReply GgufBackend::parse_reply(std::span<const int32_t> prompt, const RenderedChat& chat,

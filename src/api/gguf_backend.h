@@ -37,6 +37,7 @@ class GgufBackend : public ModelBackend {
   void set_drafter_factory(DrafterFactory factory) { new_drafter_ = std::move(factory); }
 
   std::vector<int32_t> tokenize(std::string_view text, bool add_special) const override;
+  std::vector<int32_t> tokenize_chat(const RenderedChat& chat) const override;
   const GenerationVocab& vocab() const override { return vocab_; }
   bool has_chat_template() const override;
   std::string render_chat(std::span<const ChatMessage> messages, bool thinking) const override;

@@ -27,6 +27,9 @@ class MultiSequenceModel;
 struct RenderedChat {
   std::string text;
   std::string generation_prompt;
+  // Byte ranges of `text` holding message text (text::ChatPrompt::literal): tokenize_chat()
+  // reads special-token markers only outside them.
+  std::vector<std::pair<size_t, size_t>> literal;
 };
 
 // A reply taken apart. Tool calls are OpenAI-style: arguments as JSON text.
@@ -63,6 +66,11 @@ class ModelBackend {
 
   // The text side; all const members are thread-safe.
   virtual std::vector<int32_t> tokenize(std::string_view text, bool add_special) const = 0;
+  // A rendered chat with BOS as the vocabulary asks: message text is tokenized as text, never
+  // as control tokens. The default tokenizes the whole text (a format without markers).
+  virtual std::vector<int32_t> tokenize_chat(const RenderedChat& chat) const {
+    return tokenize(chat.text, true);
+  }
   virtual const GenerationVocab& vocab() const = 0;
   virtual bool has_chat_template() const = 0;
   virtual std::string render_chat(std::span<const ChatMessage> messages, bool thinking) const = 0;

@@ -71,7 +71,7 @@ PreparedPrompt prepare_prompt(const ModelBackend& backend, const std::string& pr
     prepared.tokens = backend.tokenize(prompt, true);
   } else {
     prepared.chat = backend.render_chat_json(messages, tools, thinking);
-    prepared.tokens = backend.tokenize(prepared.chat.text, true);
+    prepared.tokens = backend.tokenize_chat(prepared.chat);
   }
   return prepared;
 }

@@ -55,6 +55,22 @@ class BackendEngine : public BatchEngine {
     return controller ? controller->reasoning_tokens() : reply.reasoning_tokens;
   }
 
+  std::vector<int32_t> history_tokens(const BatchRequest& request,
+                                      const nlohmann::ordered_json& reply,
+                                      bool thinking) const override {
+    if (!request.messages || !backend_->has_chat_template()) return {};
+    nlohmann::ordered_json messages = *request.messages;
+    messages.push_back(reply);
+    try {
+      const RenderedChat chat =
+          backend_->render_chat_json(messages, request.tools.value_or(nlohmann::ordered_json()),
+                                     thinking, /*add_generation_prompt=*/false);
+      return backend_->tokenize_chat(chat);
+    } catch (const Error&) {
+      return {};  // a format that cannot end after a reply: nothing to pre-fill
+    }
+  }
+
   std::unique_ptr<BlockDrafter> new_drafter() override {
     std::unique_ptr<BlockDrafter> drafter = backend_->new_drafter();
     // A drafter runs outside the batched steps (a step waits for every worker in flight, so

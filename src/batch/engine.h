@@ -46,6 +46,16 @@ class BatchEngine {
   // null. Drafters of different workers may be called from their threads at once (they
   // serialise their use of the compute threads themselves).
   virtual std::unique_ptr<BlockDrafter> new_drafter() { return nullptr; }
+  // The tokens a conversation will start with once `reply` (an OpenAI assistant message) is
+  // part of its history: the request's chat plus the reply, rendered as a past turn (no
+  // generation prompt). A server pre-fills them into the slot while the client composes its
+  // next turn. Empty when the format cannot render it (the default).
+  virtual std::vector<int32_t> history_tokens(const BatchRequest& request,
+                                              const nlohmann::ordered_json& reply,
+                                              bool thinking) const {
+    (void)request, (void)reply, (void)thinking;
+    return {};
+  }
   // One line saying how --parallel sequences share the model (for the run summary).
   virtual std::string describe() const = 0;
 };

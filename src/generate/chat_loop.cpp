@@ -116,13 +116,14 @@ void ChatLoop::answer(const std::string& user_text) {
   messages.insert(messages.end(), history_.begin(), history_.end());
   messages.push_back({"user", user_text});
 
-  std::string prompt_text;
+  std::vector<int32_t> prompt;
   if (text_.has_chat_template()) {
-    prompt_text = text_.render_chat(messages, options_.thinking);
+    prompt = text_.tokenize_chat(messages, options_.thinking);
   } else {  // plain completion: the conversation is one running text
+    std::string prompt_text;
     for (const auto& m : messages) prompt_text += m.content + "\n";
+    prompt = text_.tokenize(prompt_text, true);
   }
-  const std::vector<int32_t> prompt = text_.tokenize(prompt_text, true);
   const auto markers = text_.reasoning_markers();
   ReplySplitter splitter(markers, ReplySplitter::prompt_opens_reasoning(prompt, markers));
 

@@ -97,6 +97,16 @@ class GgufTextModel : public TextModel {
   bool has_chat_template() const override { return template_.format() != text::ChatFormat::kNone; }
 
   std::string render_chat(std::span<const ChatMessage> messages, bool thinking) const override {
+    return render(messages, thinking).text;
+  }
+
+  std::vector<int32_t> tokenize_chat(std::span<const ChatMessage> messages,
+                                     bool thinking) const override {
+    const text::ChatPrompt prompt = render(messages, thinking);
+    return tokenizer_->encode_with_literals(prompt.text, prompt.literal, /*add_special=*/true);
+  }
+
+  text::ChatPrompt render(std::span<const ChatMessage> messages, bool thinking) const {
     if (!template_warning_.empty()) {  // once, and only when the template is used
       fmt::print(stderr, "boltrt: warning: {}\n", template_warning_);
       template_warning_.clear();
@@ -110,7 +120,7 @@ class GgufTextModel : public TextModel {
     }
     text::ChatOptions options;
     options.enable_thinking = thinking;
-    return template_.render(converted, text::Json(), options).text;
+    return template_.render(converted, text::Json(), options);
   }
 
   std::optional<ReasoningMarkers> reasoning_markers() const override {

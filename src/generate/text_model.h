@@ -48,6 +48,13 @@ class TextModel {
   // Renders a conversation, ending with the prompt for the assistant's next turn. `thinking`
   // switches the model's reasoning on or off as the format does it.
   virtual std::string render_chat(std::span<const ChatMessage> messages, bool thinking) const = 0;
+  // render_chat() tokenized with BOS: the message text as text (a user who types a control
+  // token's text gets those characters), the format's own markers as control tokens. The
+  // default tokenizes the rendered text whole (a format without markers).
+  virtual std::vector<int32_t> tokenize_chat(std::span<const ChatMessage> messages,
+                                             bool thinking) const {
+    return tokenize(render_chat(messages, thinking), true);
+  }
   // The reasoning markers, when the format has them.
   virtual std::optional<ReasoningMarkers> reasoning_markers() const = 0;
   // Sampler defaults stored in the file (general.sampling.*); fields without a key keep the

@@ -23,6 +23,55 @@ namespace {
 
 constexpr std::string_view kQuote = "<|\"|>";
 
+// Text from the messages and tools (contents, names, keys, string values) is wrapped in these
+// two bytes while the prompt is built, and render() turns the marks into ChatPrompt::literal
+// ranges: the tokenizer then reads only the template's own markers as special tokens. 0xFE and
+// 0xFF never occur in UTF-8; input bytes with these values become U+FFFD.
+constexpr char kLiteralOpen = '\xFE';
+constexpr char kLiteralClose = '\xFF';
+
+std::string lit(std::string_view s) {
+  std::string out;
+  out.reserve(s.size() + 2);
+  out += kLiteralOpen;
+  for (char c : s) {
+    if (c == kLiteralOpen || c == kLiteralClose) {
+      out += "\xEF\xBF\xBD";
+    } else {
+      out += c;
+    }
+  }
+  out += kLiteralClose;
+  return out;
+}
+
+// Removes the marks of lit() (they may nest) and returns the marked ranges, merged where they
+// touch.
+std::vector<std::pair<size_t, size_t>> take_literal_marks(std::string& text) {
+  std::vector<std::pair<size_t, size_t>> ranges;
+  std::string clean;
+  clean.reserve(text.size());
+  int depth = 0;
+  size_t begin = 0;
+  for (char c : text) {
+    if (c == kLiteralOpen) {
+      if (depth++ == 0) begin = clean.size();
+    } else if (c == kLiteralClose) {
+      if (--depth == 0 && clean.size() > begin) {
+        if (!ranges.empty() && ranges.back().second == begin) {
+          ranges.back().second = clean.size();
+        } else {
+          ranges.emplace_back(begin, clean.size());
+        }
+      }
+    } else {
+      clean += c;
+    }
+  }
+  text = std::move(clean);
+  return ranges;
+}
+
 // ---- Jinja-like helpers over JSON values -------------------------------------------------------
 
 const Json* member(const Json* v, std::string_view key) {  // nullptr = undefined
@@ -86,7 +135,7 @@ std::vector<std::pair<std::string, const Json*>> dictsort(const Json& obj) {
 
 std::string in_quotes(std::string_view s) {
   std::string out(kQuote);
-  out.append(s);
+  out.append(lit(s));
   out.append(kQuote);
   return out;
 }
@@ -102,7 +151,7 @@ std::string format_argument(const Json& arg, bool escape_keys) {
     for (const auto& [key, value] : dictsort(arg)) {
       if (!first) out += ',';
       first = false;
-      out += escape_keys ? in_quotes(key) : key;
+      out += escape_keys ? in_quotes(key) : lit(key);
       out += ':';
       out += format_argument(*value, escape_keys);
     }
@@ -150,7 +199,7 @@ void format_parameters(std::string& out, const Json& properties) {
     };
     if (found_first) out += ',';
     found_first = true;
-    out += key + ":{";
+    out += lit(key) + ":{";
     if (truthy(member(value, "description"))) {
       out += "description:" + in_quotes(text_of(member(value, "description")));
       add_comma = true;
@@ -207,7 +256,7 @@ void format_parameters(std::string& out, const Json& properties) {
               out += "type:" + format_argument(upper_list, true);
             }
           } else {
-            out += item_key + ":" + format_argument(*item_value, true);
+            out += lit(item_key) + ":" + format_argument(*item_value, true);
           }
         }
         out += '}';
@@ -220,7 +269,7 @@ void format_parameters(std::string& out, const Json& properties) {
 
 std::string format_function_declaration(const Json& tool) {
   const Json* function = member(&tool, "function");
-  std::string out = "declaration:" + text_of(member(function, "name")) +
+  std::string out = "declaration:" + lit(text_of(member(function, "name"))) +
                     "{description:" + in_quotes(text_of(member(function, "description")));
   const Json* params = member(function, "parameters");
   if (truthy(params)) {
@@ -379,7 +428,7 @@ std::pair<std::string, std::string> render_gemma4(const std::vector<RenderMessag
       prev_type = "think";
     }
     if (system_first) {
-      out += trim(messages[0].content);
+      out += lit(trim(messages[0].content));
       first = 1;
     }
     if (has_tools) {
@@ -393,19 +442,19 @@ std::pair<std::string, std::string> render_gemma4(const std::vector<RenderMessag
     const RenderMessage& m = messages[i];
     prev_type.clear();
     const std::string role = m.role == "assistant" ? "model" : m.role;
-    out += "<|turn>" + role + "\n";
+    out += "<|turn>" + lit(role) + "\n";
     if (!m.tool_calls.empty()) {
       for (const RenderCall& c : m.tool_calls) {
-        out += "<|tool_call>call:" + c.name + "{";
+        out += "<|tool_call>call:" + lit(c.name) + "{";
         if (c.arguments.is_object()) {
           bool first_arg = true;
           for (const auto& [key, value] : dictsort(c.arguments)) {
             if (!first_arg) out += ',';
             first_arg = false;
-            out += key + ":" + format_argument(*value, false);
+            out += lit(key) + ":" + format_argument(*value, false);
           }
         } else if (c.arguments.is_string()) {
-          out += c.arguments.get<std::string>();
+          out += lit(c.arguments.get<std::string>());
         }
         out += "}<tool_call|>";
       }
@@ -415,22 +464,22 @@ std::pair<std::string, std::string> render_gemma4(const std::vector<RenderMessag
       for (const RenderResponse& r : m.tool_responses) {
         out += "<|tool_response>";
         if (r.response.is_object()) {
-          out += "response:" + r.name + "{";
+          out += "response:" + lit(r.name) + "{";
           bool first_kv = true;
           for (const auto& [key, value] : dictsort(r.response)) {
             if (!first_kv) out += ',';
             first_kv = false;
-            out += key + ":" + format_argument(*value, false);
+            out += lit(key) + ":" + format_argument(*value, false);
           }
           out += "}";
         } else {
-          out += "response:" + r.name + "{value:" + format_argument(r.response, false) + "}";
+          out += "response:" + lit(r.name) + "{value:" + format_argument(r.response, false) + "}";
         }
         out += "<tool_response|>";
       }
       prev_type = "tool_response";
     }
-    if (m.has_content) out += role == "model" ? strip_thinking(m.content) : trim(m.content);
+    if (m.has_content) out += lit(role == "model" ? strip_thinking(m.content) : trim(m.content));
     const bool empty_content = !m.has_content || m.content.empty();
     if (!(!m.tool_responses.empty() && empty_content)) out += "<turn|>\n";
   }
@@ -518,6 +567,7 @@ ChatPrompt ChatTemplate::render(const std::vector<ChatMessage>& messages, const 
   auto [text, generation] = render_gemma4(folded, normalize_tools(tools),
                                           options.add_generation_prompt, options.enable_thinking);
   ChatPrompt p;
+  p.literal = take_literal_marks(text);
   p.generation_prompt = generation;
   if (options.add_generation_prompt && text.size() >= 8 &&
       text.compare(text.size() - 8, 8, "<turn|>\n") == 0) {

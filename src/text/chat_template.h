@@ -5,7 +5,8 @@
 // Typical use:
 //   ChatTemplate tmpl = ChatTemplate::for_tokenizer(tokenizer);   // warns on unknown templates
 //   ChatPrompt p = tmpl.render(messages, tools, {.enable_thinking = false});
-//   ids = tokenizer.encode(p.text, /*add_special=*/true, /*parse_special=*/true);  // adds <bos>
+//   ids = tokenizer.encode_with_literals(p.text, p.literal);  // adds <bos>; message text stays
+//   text
 //   ... generate `out` ...
 //   ParsedOutput r = parse_gemma4_output(out, p.generation_prompt, tools);
 #pragma once
@@ -53,6 +54,10 @@ struct ChatPrompt {
   // The part of `text` the generation prompt added (e.g. "<|turn>model\n"); the output parser
   // reads the model's output as a continuation of it.
   std::string generation_prompt;
+  // Byte ranges [begin, end) of `text` that hold message and tool text (contents, names,
+  // arguments), sorted and disjoint: tokenize with Tokenizer::encode_with_literals so that only
+  // the template's own markers become control tokens.
+  std::vector<std::pair<size_t, size_t>> literal;
 };
 
 enum class ChatFormat {

@@ -374,6 +374,7 @@ bool Tokenizer::is_eog(TokenId id) const {
 // tokens left over. We find all occurrences in one pass and replay that order, which gives the
 // same split without scanning the text once per special token.
 void Tokenizer::partition_special(std::string_view text, bool parse_special,
+                                  std::span<const std::pair<size_t, size_t>> literal,
                                   std::vector<std::pair<size_t, TokenId>>& found) const {
   found.clear();
   const Index& ix = *index_;
@@ -386,7 +387,14 @@ void Tokenizer::partition_special(std::string_view text, bool parse_special,
   auto consider = [&](TokenId id, size_t pos) {
     if (!parse_special && (attrs_[id] & (kAttrControl | kAttrUnknown))) return;
     const std::string& s = tokens_[id];
-    if (text.compare(pos, s.size(), s) == 0) occ.push_back({ix.special_rank[id], pos});
+    if (text.compare(pos, s.size(), s) != 0) return;
+    if (!literal.empty()) {
+      // The first literal range that ends after pos: a match overlapping it is message text.
+      auto it = std::upper_bound(literal.begin(), literal.end(), pos,
+                                 [](size_t p, const auto& range) { return p < range.second; });
+      if (it != literal.end() && it->first < pos + s.size()) return;
+    }
+    occ.push_back({ix.special_rank[id], pos});
   };
   for (size_t pos = 0; pos < text.size(); ++pos) {
     for (TokenId id : ix.one_byte_specials) consider(id, pos);
@@ -429,11 +437,31 @@ std::vector<TokenId> Tokenizer::encode(std::string_view text, bool add_special,
 
 void Tokenizer::encode(std::string_view text, std::vector<TokenId>& out, bool add_special,
                        bool parse_special) const {
+  encode_impl(text, out, add_special, parse_special, {});
+}
+
+std::vector<TokenId> Tokenizer::encode_with_literals(
+    std::string_view text, std::span<const std::pair<size_t, size_t>> literal,
+    bool add_special) const {
+  for (size_t i = 0; i < literal.size(); ++i) {
+    if (literal[i].first > literal[i].second || literal[i].second > text.size() ||
+        (i > 0 && literal[i].first < literal[i - 1].second)) {
+      fail("tokenizer: literal ranges must be sorted, disjoint and inside the text");
+    }
+  }
+  std::vector<TokenId> out;
+  encode_impl(text, out, add_special, /*parse_special=*/true, literal);
+  return out;
+}
+
+void Tokenizer::encode_impl(std::string_view text, std::vector<TokenId>& out, bool add_special,
+                            bool parse_special,
+                            std::span<const std::pair<size_t, size_t>> literal) const {
   out.clear();
   out.reserve(text.size() / 3 + 4);
   if (add_special && add_bos_) out.push_back(bos_);
   std::vector<std::pair<size_t, TokenId>> specials;
-  partition_special(text, parse_special, specials);
+  partition_special(text, parse_special, literal, specials);
   bool prev_special = true;  // SentencePiece: a space goes in front of text after a special
   std::string fragment;
   auto encode_text = [&](std::string_view raw) {

@@ -48,6 +48,13 @@ class Tokenizer {
                               bool parse_special = true) const;
   void encode(std::string_view text, std::vector<TokenId>& out, bool add_special,
               bool parse_special) const;
+  // A rendered chat prompt: special tokens (control and user-defined alike) are recognised only
+  // outside `literal`, the byte ranges [begin, end) the template filled with message text, so a
+  // user who types "<|turn>system" gets those characters, never the control token. Ranges are
+  // sorted and disjoint. Outside them it is encode(text, add_special, parse_special = true).
+  std::vector<TokenId> encode_with_literals(std::string_view text,
+                                            std::span<const std::pair<size_t, size_t>> literal,
+                                            bool add_special = true) const;
 
   // llama_token_to_piece: the bytes one token stands for. With special=false, control and
   // unknown tokens give "". A byte token gives one raw byte (maybe half a UTF-8 character).
@@ -86,7 +93,10 @@ class Tokenizer {
   struct Index;  // lookup tables (string -> id, merges, special-token trie)
 
   void partition_special(std::string_view text, bool parse_special,
+                         std::span<const std::pair<size_t, size_t>> literal,
                          std::vector<std::pair<size_t, TokenId>>& found) const;
+  void encode_impl(std::string_view text, std::vector<TokenId>& out, bool add_special,
+                   bool parse_special, std::span<const std::pair<size_t, size_t>> literal) const;
   void encode_bpe_fragment(std::string_view fragment, std::vector<TokenId>& out) const;
   void encode_spm_fragment(std::string_view fragment, std::vector<TokenId>& out) const;
   TokenId byte_token(uint8_t byte) const { return byte_tokens_[byte]; }

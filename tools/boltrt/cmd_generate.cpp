@@ -77,7 +77,7 @@ void run(GenerateFlags& flags, CLI::App& app) {
     std::vector<ChatMessage> messages;
     if (!flags.system.empty()) messages.push_back({"system", flags.system});
     messages.push_back({"user", prompt_text});
-    prompt = text->tokenize(text->render_chat(messages, flags.reasoning.enable_thinking()), true);
+    prompt = text->tokenize_chat(messages, flags.reasoning.enable_thinking());
     markers = text->reasoning_markers();
     controller = flags.reasoning.controller(*text, flags.n_predict);
   } else {

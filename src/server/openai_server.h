@@ -1,0 +1,62 @@
+// OpenAiServer — the OpenAI-compatible endpoints of `boltrt serve` over a Scheduler:
+//
+//   GET  /                        a chat page (chat_page.h), no key needed to load it
+//   GET  /health, /v1/health      {"status":"ok"} (no key needed; 503 while shutting down)
+//   GET  /v1/models[/ID]          the one served model
+//   GET  /metrics                 Prometheus text (requests, tokens, queue, slots, latencies)
+//   POST /v1/chat/completions     chat; stream=true answers Server-Sent Events
+//   POST /v1/completions          raw prompt (no template; special-token text in it is parsed,
+//                                 as llama-server does, since the caller writes the format)
+//
+// Streaming follows what the official clients parse (shared/docs/openai-server.md §4): a first
+// chunk with the role, reasoning_content / content deltas, tool-call deltas (index, id, type
+// and name first, then argument fragments that only ever append), a last chunk with
+// finish_reason, a usage chunk when stream_options.include_usage, then `data: [DONE]`.
+#pragma once
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "generate/reasoning.h"
+#include "generate/sampler.h"
+#include "server/http.h"
+#include "server/scheduler.h"
+
+namespace boltrt::server {
+
+struct OpenAiOptions {
+  std::string model_id = "boltrt";
+  std::string api_key;        // "" accepts any request
+  SamplerConfig sampling;     // defaults for fields a request leaves out
+  int64_t max_tokens = -1;    // default limit (-1: until the end or the context)
+  ReasoningConfig reasoning;  // defaults (mode, budgets, closing message)
+  int sse_ping_ms = 15'000;   // ": ping" comment after this much silence on a stream
+  int retry_after_s = 1;      // Retry-After of a 429 (queue full)
+};
+
+class OpenAiServer {
+ public:
+  OpenAiServer(Scheduler& scheduler, OpenAiOptions options);
+  void handle(const HttpRequest& request, HttpResponder& response);
+  // New generation requests are answered 503 from now on.
+  void begin_shutdown() { shutting_down_ = true; }
+
+ private:
+  bool authorized(const HttpRequest& request) const;
+  void completion(const HttpRequest& request, HttpResponder& response, bool chat);
+  std::string metrics() const;
+
+  Scheduler& scheduler_;
+  OpenAiOptions options_;
+  std::atomic<bool> shutting_down_{false};
+  std::atomic<uint64_t> next_id_{1};
+  std::atomic<uint64_t> http_requests_{0};
+  std::atomic<uint64_t> rejected_full_{0}, client_errors_{0}, disconnects_{0};
+  int64_t created_;
+};
+
+// Compares in time that depends only on the length of `expected` (no early exit, no length
+// oracle beyond that).
+bool constant_time_equal(std::string_view expected, std::string_view given);
+
+}  // namespace boltrt::server

@@ -1,0 +1,122 @@
+// The official `openai` npm client against a running `boltrt serve` (tests/test_serve_client.cpp
+// starts the server and runs: node client.mjs http://127.0.0.1:PORT/v1). Prints one line per
+// check; exits 1 at the first failed one.
+import assert from 'node:assert/strict';
+import OpenAI from 'openai';
+
+const baseURL = process.argv[2];
+const client = new OpenAI({ baseURL, apiKey: 'not-needed', maxRetries: 0, timeout: 120_000 });
+const messages = [{ role: 'user', content: 'Hello, who are you?' }];
+const greedy = { model: 'any-name', temperature: 0, max_tokens: 40 };
+
+async function check(name, body) {
+  try {
+    await body();
+    console.log(`ok   ${name}`);
+  } catch (e) {
+    console.log(`FAIL ${name}: ${e?.stack ?? e}`);
+    process.exit(1);
+  }
+}
+
+async function streamedText(params) {
+  const stream = await client.chat.completions.create({ ...params, stream: true,
+                                                       stream_options: { include_usage: true } });
+  let text = '';
+  let finish = null;
+  let usage = null;
+  let role = null;
+  for await (const chunk of stream) {
+    if (chunk.usage) usage = chunk.usage;
+    for (const choice of chunk.choices) {
+      if (choice.delta.role) role = choice.delta.role;
+      if (choice.delta.content) text += choice.delta.content;
+      if (choice.finish_reason) finish = choice.finish_reason;
+    }
+  }
+  return { text, finish, usage, role };
+}
+
+let plain;
+await check('models.list names the served model', async () => {
+  const page = await client.models.list();
+  assert.equal(page.data.length, 1);
+  assert.equal(page.data[0].object, 'model');
+  assert.ok(page.data[0].id.length > 0);
+});
+
+await check('chat.completions.create', async () => {
+  plain = await client.chat.completions.create({ ...greedy, messages });
+  assert.equal(plain.object, 'chat.completion');
+  assert.equal(plain.choices[0].message.role, 'assistant');
+  assert.equal(typeof plain.choices[0].message.content, 'string');
+  assert.ok(plain.choices[0].message.content.length > 0);
+  assert.ok(['stop', 'length'].includes(plain.choices[0].finish_reason));
+  assert.equal(plain.usage.total_tokens, plain.usage.prompt_tokens + plain.usage.completion_tokens);
+});
+
+await check('streamed text equals the non-streamed text', async () => {
+  const s = await streamedText({ ...greedy, messages });
+  assert.equal(s.role, 'assistant');
+  assert.equal(s.text, plain.choices[0].message.content);
+  assert.equal(s.finish, plain.choices[0].finish_reason);
+  assert.equal(s.usage.completion_tokens, plain.usage.completion_tokens);
+  assert.equal(s.usage.prompt_tokens, plain.usage.prompt_tokens);
+});
+
+await check('chat.completions.stream helper (finalChatCompletion)', async () => {
+  const runner = client.chat.completions.stream({ ...greedy, messages });
+  const final = await runner.finalChatCompletion();
+  assert.equal(final.choices[0].message.content, plain.choices[0].message.content);
+});
+
+await check('a multi-turn request reuses the cached prefix', async () => {
+  const turn2 = [...messages, { role: 'assistant', content: plain.choices[0].message.content },
+                 { role: 'user', content: 'And then?' }];
+  const r = await client.chat.completions.create({ ...greedy, messages: turn2 });
+  assert.ok(r.usage.prompt_tokens > plain.usage.prompt_tokens);
+  // The server pre-filled the reply as history once it had answered: turn 2 computes only
+  // the new user turn and the generation prompt.
+  const cached = r.usage.prompt_tokens_details.cached_tokens;
+  assert.ok(cached > plain.usage.prompt_tokens && r.usage.prompt_tokens - cached <= 16,
+            JSON.stringify(r.usage));
+});
+
+await check('completions.create, streamed and not', async () => {
+  const params = { model: 'm', prompt: 'It is a truth universally', temperature: 0, max_tokens: 24 };
+  const r = await client.completions.create(params);
+  assert.equal(r.object, 'text_completion');
+  let text = '';
+  for await (const chunk of await client.completions.create({ ...params, stream: true }))
+    text += chunk.choices[0]?.text ?? '';
+  assert.equal(text, r.choices[0].text);
+});
+
+await check('a bad field is a BadRequestError naming it', async () => {
+  await assert.rejects(
+    client.chat.completions.create({ ...greedy, messages, temperature: 'hot' }),
+    (e) => e instanceof OpenAI.BadRequestError && e.status === 400 && e.param === 'temperature');
+});
+
+await check('breaking out of a stream, then the server still answers', async () => {
+  const stream = await client.chat.completions.create({ ...greedy, max_tokens: 200, messages,
+                                                        stream: true });
+  for await (const chunk of stream) {
+    if (chunk.choices[0]?.delta?.content) break;  // aborts the request
+  }
+  const r = await client.chat.completions.create({ ...greedy, messages });
+  assert.equal(r.choices[0].message.content, plain.choices[0].message.content);
+});
+
+await check('16 concurrent streams equal their sequential results', async () => {
+  const prompts = Array.from({ length: 16 }, (_, i) => `Question number ${i % 4}: what is it?`);
+  const sequential = [];
+  for (const p of prompts.slice(0, 4)) {
+    const r = await client.chat.completions.create({ ...greedy, max_tokens: 24,
+                                                     messages: [{ role: 'user', content: p }] });
+    sequential.push(r.choices[0].message.content);
+  }
+  const results = await Promise.all(prompts.map((p) => streamedText({
+    ...greedy, max_tokens: 24, messages: [{ role: 'user', content: p }] })));
+  results.forEach((r, i) => assert.equal(r.text, sequential[i % 4], `stream ${i}`));
+});
