@@ -144,6 +144,21 @@ struct Request {
   int64_t reasoning_block_budget = -1;
   /// Text forced to close the thought when the budget is spent ("" = a short default phrase).
   std::string reasoning_budget_message;
+  /// Structured output (at most one of the next three): the answer is constrained token by
+  /// token to match a GBNF grammar (llama.cpp's syntax, start rule `root`) ...
+  std::string grammar;
+  /// ... or to be JSON valid against this JSON Schema (JSON text; an unsupported keyword is a
+  /// boltrt::Error naming it) ...
+  std::string json_schema;
+  /// ... or to be any JSON object (OpenAI's response_format {"type": "json_object"}).
+  /// With reasoning on, the thinking stays free and the constraint starts when it ends.
+  bool json_object = false;
+  /// With `tools`: "auto" (or ""; free text, and a call the model opens has arguments valid
+  /// against the function's parameters schema), "none" (no calls), "required" (at least one
+  /// call), or a function name (exactly a call of that function). Forcing needs a chat format
+  /// with tool calls (Gemma 4); Result::finish_reason is then kToolCalls.
+  std::string tool_choice;
+  bool parallel_tool_calls = true;  ///< several calls in one reply allowed
 };
 
 /// Passed to the per-token callback after each generated token.
@@ -165,9 +180,10 @@ enum class FinishReason {
   kLength,           ///< max_tokens was reached
   kContextFull,      ///< the session's context is full
   kCancelled,        ///< the callback returned false
+  kToolCalls,        ///< the model ended its turn after calling tools (Result::tool_calls)
 };
 
-/// "eog", "stop", "length", "context_full" or "cancelled".
+/// "eog", "stop", "length", "context_full", "cancelled" or "tool_calls".
 const char* to_string(FinishReason reason);
 
 /// Counters and timings of one generate() call.

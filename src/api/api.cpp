@@ -134,6 +134,8 @@ const char* to_string(FinishReason reason) {
       return "context_full";
     case FinishReason::kCancelled:
       return "cancelled";
+    case FinishReason::kToolCalls:
+      return "tool_calls";
   }
   return "unknown";
 }
@@ -314,8 +316,41 @@ Result Session::generate(const Request& request, const TokenCallback& on_token) 
   // thought markers.
   const std::unique_ptr<ReasoningController> controller =
       make_reasoning_controller(backend, reasoning);
+  const int n_constraints =
+      !request.grammar.empty() + !request.json_schema.empty() + (request.json_object ? 1 : 0);
+  if (n_constraints > 1) fail("generate: give one of grammar, json_schema and json_object");
+  OutputConstraint constraint;
+  if (!request.grammar.empty()) constraint = OutputConstraint::grammar(request.grammar);
+  if (!request.json_schema.empty()) constraint = OutputConstraint::json_schema(request.json_schema);
+  if (request.json_object) constraint = OutputConstraint::json_object();
+  if (!request.tools.empty()) {
+    text::ToolChoice choice;
+    const std::string& tc = request.tool_choice;
+    if (tc == "none") {
+      choice.kind = text::ToolChoice::Kind::kNone;
+    } else if (tc == "required") {
+      choice.kind = text::ToolChoice::Kind::kRequired;
+    } else if (!tc.empty() && tc != "auto") {
+      choice.kind = text::ToolChoice::Kind::kFunction;
+      choice.function = tc;
+    }
+    choice.parallel = request.parallel_tool_calls;
+    const bool forcing = choice.kind == text::ToolChoice::Kind::kRequired ||
+                         choice.kind == text::ToolChoice::Kind::kFunction;
+    if (forcing && constraint.active())
+      fail("generate: tool_choice '{}' cannot be combined with a grammar or JSON schema", tc);
+    if (!constraint.active()) {
+      std::string tool_grammar = backend.tool_call_grammar(tools, choice);
+      if (tool_grammar.empty() && forcing)
+        fail("generate: tool_choice '{}' needs a chat format with tool calls", tc);
+      if (!tool_grammar.empty()) constraint = OutputConstraint::grammar(std::move(tool_grammar));
+    }
+  }
+  const std::unique_ptr<GrammarController> grammar =
+      make_grammar_controller(constraint, backend.vocab(), backend.n_vocab(), markers,
+                              thinking && !request.messages.empty(), controller.get());
   GenerationOptions options;
-  options.controller = controller.get();
+  options.controller = grammar ? static_cast<TokenController*>(grammar.get()) : controller.get();
   options.max_tokens = request.max_tokens;
   options.stop_strings = request.stop;
   std::string released;
@@ -341,6 +376,8 @@ Result Session::generate(const Request& request, const TokenCallback& on_token) 
     result.tool_calls.push_back({call.id, call.name, call.arguments});
   result.tokens = std::move(generated.tokens);
   result.finish_reason = public_reason(generated.finish_reason);
+  if (result.finish_reason == FinishReason::kEndOfGeneration && !result.tool_calls.empty())
+    result.finish_reason = FinishReason::kToolCalls;
   const GenerationStats& g = generated.stats;
   Statistics& st = result.stats;
   st.prompt_tokens = g.n_prompt_tokens;

@@ -12,6 +12,7 @@
 
 #include "api/model_backend.h"
 #include "generate/generator.h"
+#include "generate/grammar_controller.h"
 #include "generate/reasoning.h"
 #include "generate/reply_splitter.h"
 #include "generate/speculative.h"

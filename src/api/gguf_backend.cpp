@@ -4,6 +4,7 @@
 
 #include "batch/sequence_batcher.h"
 #include "generate/sampling_defaults.h"
+#include "grammar/token_vocabulary.h"
 #include "util/error.h"
 
 namespace boltrt {
@@ -23,6 +24,7 @@ GgufBackend::GgufBackend(std::shared_ptr<const gguf::File> file, SequenceFactory
   vocab_.piece = [tokenizer](int32_t id) { return tokenizer->piece(id, /*special=*/false); };
   vocab_.end_of_generation = tokenizer_->eog_tokens();
   vocab_.suppressed = tokenizer_->suppress_tokens();  // tokenizer.ggml.suppress_tokens
+  vocab_.grammar_vocabulary = grammar::lazy_vocabulary_of(*tokenizer_);
   const int32_t open = tokenizer_->find("<|channel>");
   const int32_t close = tokenizer_->find("<channel|>");
   if (open != text::kNoToken && close != text::kNoToken)

@@ -46,6 +46,11 @@ class GgufBackend : public ModelBackend {
   RenderedChat render_chat_json(const nlohmann::ordered_json& messages,
                                 const nlohmann::ordered_json& tools, bool thinking,
                                 bool add_generation_prompt = true) const override;
+  std::string tool_call_grammar(const nlohmann::ordered_json& tools,
+                                const text::ToolChoice& choice) const override {
+    if (template_.format() != text::ChatFormat::kGemma4) return "";
+    return text::gemma4_tool_call_gbnf(tools, choice);
+  }
   ParsedReply parse_reply(std::span<const int32_t> prompt, const RenderedChat& chat,
                           const nlohmann::ordered_json& tools,
                           const GenerationResult& result) const override;

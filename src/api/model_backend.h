@@ -15,6 +15,7 @@
 #include "generate/generator.h"
 #include "generate/text_model.h"
 #include "runtime/language_model.h"
+#include "text/tool_grammar.h"
 
 namespace boltrt {
 namespace batch {
@@ -83,6 +84,15 @@ class ModelBackend {
   virtual RenderedChat render_chat_json(const nlohmann::ordered_json& messages,
                                         const nlohmann::ordered_json& tools, bool thinking,
                                         bool add_generation_prompt = true) const;
+  // The GBNF that forces the format's tool-call envelope for `tools` as `choice` asks, with the
+  // arguments constrained by each function's parameters schema (text/tool_grammar.h); "" when
+  // the format has no tool calls.
+  virtual std::string tool_call_grammar(const nlohmann::ordered_json& tools,
+                                        const text::ToolChoice& choice) const {
+    (void)tools;
+    (void)choice;
+    return "";
+  }
   // Splits a finished generation into reasoning / content / tool calls. The default uses the
   // reasoning markers (ReplySplitter) and finds no tool calls.
   virtual ParsedReply parse_reply(std::span<const int32_t> prompt, const RenderedChat& chat,

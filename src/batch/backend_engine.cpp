@@ -28,6 +28,13 @@ class BackendEngine : public BatchEngine {
   std::unique_ptr<ReasoningController> controller(const ReasoningConfig& config) const override {
     return make_reasoning_controller(*backend_, config);
   }
+  std::optional<ReasoningMarkers> reasoning_markers() const override {
+    return backend_->reasoning_markers();
+  }
+  std::string tool_call_grammar(const nlohmann::ordered_json& tools,
+                                const text::ToolChoice& choice) const override {
+    return backend_->tool_call_grammar(tools, choice);
+  }
 
   int64_t split_output(const BatchRequest& request, const PreparedPrompt& prompt,
                        const GenerationResult& result, const ReasoningController* controller,

@@ -26,6 +26,15 @@ class BatchEngine {
   // The reasoning controller (budget, closing) for one request, or nullptr when the model's
   // format has no thought markers.
   virtual std::unique_ptr<ReasoningController> controller(const ReasoningConfig& config) const = 0;
+  // The format's thought markers (a grammar constraint starts after the thought), if any.
+  virtual std::optional<ReasoningMarkers> reasoning_markers() const { return std::nullopt; }
+  // The format's tool-call grammar (ModelBackend::tool_call_grammar), "" when it has none.
+  virtual std::string tool_call_grammar(const nlohmann::ordered_json& tools,
+                                        const text::ToolChoice& choice) const {
+    (void)tools;
+    (void)choice;
+    return "";
+  }
   // Adds "reasoning", "content" and "tool_calls" (when the model has a tool-call format) to
   // `out` from the generated text. Returns the number of reasoning tokens (the controller's
   // count, forced closing message included, when there is one).

@@ -101,6 +101,46 @@ bool is_valid_utf8(std::string_view text, size_t* bad_offset) {
   return true;
 }
 
+// response_format / grammar -> the output constraint (compiled here so that errors are the
+// line's).
+static OutputConstraint constraint_fields(const json& object) {
+  OutputConstraint c;
+  if (object.contains("response_format") && !object["response_format"].is_null()) {
+    const json& rf = object["response_format"];
+    if (!rf.is_object() || !rf.contains("type") || !rf["type"].is_string()) {
+      fail("field 'response_format' must be an object with a string 'type'");
+    }
+    const std::string type = rf["type"].get<std::string>();
+    if (type == "json_object") {
+      c = OutputConstraint::json_object();
+    } else if (type == "json_schema") {
+      if (!rf.contains("json_schema") || !rf["json_schema"].is_object()) {
+        fail("field 'response_format': type json_schema needs a 'json_schema' object");
+      }
+      const json& js = rf["json_schema"];
+      if (!js.contains("schema") || !(js["schema"].is_object() || js["schema"].is_boolean())) {
+        fail("field 'response_format.json_schema' needs a 'schema' object");
+      }
+      if (js.contains("strict") && !js["strict"].is_boolean() && !js["strict"].is_null()) {
+        fail("field 'response_format.json_schema.strict' must be a boolean");
+      }
+      c = OutputConstraint::json_schema(js["schema"].dump());
+    } else if (type != "text") {
+      fail(
+          "field 'response_format': type must be \"text\", \"json_object\" or "
+          "\"json_schema\", not \"{}\"",
+          type);
+    }
+  }
+  if (object.contains("grammar") && !object["grammar"].is_null()) {
+    if (!object["grammar"].is_string()) fail("field 'grammar' must be a string (GBNF)");
+    if (c.active()) fail("give either 'grammar' or a JSON 'response_format', not both");
+    c = OutputConstraint::grammar(object["grammar"].get<std::string>());
+  }
+  if (c.active()) compile_constraint(c);
+  return c;
+}
+
 std::string id_key(const json& id) {
   return id.dump();
 }
@@ -212,6 +252,16 @@ BatchRequest parse_request(std::string_view line, int64_t line_number) {
     const int64_t b = integer_field(object, "reasoning_block_budget");
     if (b < -1) fail("field 'reasoning_block_budget' must be >= -1");
     r.reasoning_block_budget = b;
+  }
+  r.constraint = constraint_fields(object);
+  if (object.contains("tool_choice")) {
+    if (!r.tools) fail("field 'tool_choice' needs 'tools'");
+    r.tool_choice = text::ToolChoice::from_json(object["tool_choice"]);
+  }
+  if (object.contains("parallel_tool_calls") && !object["parallel_tool_calls"].is_null()) {
+    if (!object["parallel_tool_calls"].is_boolean())
+      fail("field 'parallel_tool_calls' must be a boolean");
+    r.tool_choice.parallel = object["parallel_tool_calls"].get<bool>();
   }
   return r;
 }

@@ -7,7 +7,8 @@
 // Field names follow OpenAI's API (max_tokens or max_completion_tokens, temperature, top_p,
 // stop, seed, frequency_penalty, presence_penalty) plus top_k, min_p, reasoning (true/false or
 // "on"/"off"/"auto"), reasoning_budget and reasoning_block_budget (-1 unlimited; the block
-// budget caps each thought block, the budget all of them). Unknown fields are ignored, as an
+// budget caps each thought block, the budget all of them), response_format (OpenAI's shapes)
+// and grammar (GBNF) for structured output. Unknown fields are ignored, as an
 // OpenAI-compatible server would, so files written for other engines run unchanged.
 #pragma once
 #include <cstdint>
@@ -17,7 +18,9 @@
 #include <string_view>
 #include <vector>
 
+#include "generate/grammar_controller.h"
 #include "generate/reasoning.h"
+#include "text/tool_grammar.h"
 
 namespace boltrt::batch {
 
@@ -40,6 +43,12 @@ struct BatchRequest {
   ReasoningMode reasoning = ReasoningMode::kAuto;
   std::optional<int64_t> reasoning_budget;        // -1 unlimited, 0 no thinking tokens
   std::optional<int64_t> reasoning_block_budget;  // each thought block's own cap; -1 unlimited
+  // response_format ({"type": "json_object"} or {"type": "json_schema", "json_schema":
+  // {"name", "schema", "strict"}}; "text" = none) or grammar (GBNF text): compiled at parse
+  // time, so a malformed one is a bad line.
+  OutputConstraint constraint;
+  // tool_choice and parallel_tool_calls (with tools): the format's tool-call grammar.
+  text::ToolChoice tool_choice;
 };
 
 // Parses one input line. Throws boltrt::Error with a one-line reason (invalid UTF-8 at byte N,

@@ -200,9 +200,27 @@ BatchSummary run_batch(BatchEngine& engine, const BatchOptions& options) {
     reasoning.validate();
     const PreparedPrompt prompt = engine.prepare(request, reasoning.enable_thinking());
     std::unique_ptr<ReasoningController> controller = engine.controller(reasoning);
+    // response_format / grammar: the constraint wraps the reasoning controller (the thought
+    // stays free).
+    OutputConstraint constraint = request.constraint;
+    if (request.tools && !request.tools->empty()) {
+      const auto kind = request.tool_choice.kind;
+      const bool forcing =
+          kind == text::ToolChoice::Kind::kRequired || kind == text::ToolChoice::Kind::kFunction;
+      if (forcing && constraint.active())
+        fail("a forcing 'tool_choice' cannot be combined with 'response_format' or 'grammar'");
+      if (!constraint.active()) {
+        std::string g = engine.tool_call_grammar(*request.tools, request.tool_choice);
+        if (g.empty() && forcing) fail("'tool_choice' needs a chat format with tool calls");
+        if (!g.empty()) constraint = OutputConstraint::grammar(std::move(g));
+      }
+    }
+    const std::unique_ptr<GrammarController> grammar = make_grammar_controller(
+        constraint, engine.vocab(), generator.model().n_vocab(), engine.reasoning_markers(),
+        request.messages.has_value() && reasoning.enable_thinking(), controller.get());
     gen.stop_strings = request.stop;
     gen.cancel = &stop;
-    gen.controller = controller.get();
+    gen.controller = grammar ? static_cast<TokenController*>(grammar.get()) : controller.get();
     gen.on_token = [&](const TokenEvent&) {
       tokens_total.fetch_add(1, std::memory_order_relaxed);
       return true;
@@ -221,6 +239,10 @@ BatchSummary run_batch(BatchEngine& engine, const BatchOptions& options) {
     const int64_t reasoning_tokens =
         engine.split_output(request, prompt, result, controller.get(), out);
     out["finish_reason"] = std::string(to_string(result.finish_reason));
+    if (result.finish_reason == FinishReason::kEndOfGeneration && out.contains("tool_calls") &&
+        out["tool_calls"].is_array() && !out["tool_calls"].empty()) {
+      out["finish_reason"] = "tool_calls";  // OpenAI's name for a turn that ends in calls
+    }
     out["tokens"]["prompt"] = result.stats.n_prompt_tokens;
     out["tokens"]["completion"] = result.stats.n_tokens;
     out["tokens"]["reasoning"] = reasoning_tokens;

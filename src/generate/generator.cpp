@@ -361,6 +361,14 @@ GenerationResult Generator::generate(std::span<const int32_t> prompt_in,
         if (d < 0 || d >= n_vocab)
           fail("speculative: the drafter proposed token {} outside the vocabulary", d);
       }
+      // A controller that constrains the output (a grammar) cuts the draft at its first token
+      // that could not be committed: verifying the rest would be wasted rows.
+      if (controller != nullptr && forced_slots < k) {
+        const int64_t legal = controller->draft_prefix(
+            std::span<const int32_t>(verify_.data() + 1, static_cast<size_t>(k)));
+        k = std::clamp<int64_t>(legal, forced_slots, k);
+        verify_.resize(static_cast<size_t>(k + 1));
+      }
     }
     base = keep;
     n_rows = k + 1;

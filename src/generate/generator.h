@@ -34,6 +34,9 @@
 #include "runtime/language_model.h"
 
 namespace boltrt {
+namespace grammar {
+class TokenVocabulary;
+}
 
 // What the loop needs from the vocabulary.
 struct GenerationVocab {
@@ -43,6 +46,10 @@ struct GenerationVocab {
   std::vector<int32_t> end_of_generation;
   // Tokens never sampled (logit -inf), as llama.cpp does with tokenizer.ggml.suppress_tokens.
   std::vector<int32_t> suppressed;
+  // The vocabulary as grammar constraints see it (pieces with special tokens as text, which
+  // tokens are atomic, a byte trie), built on the first call and shared; unset for scripted
+  // vocabularies (grammar_controller.h then derives one from `piece`).
+  std::function<std::shared_ptr<const grammar::TokenVocabulary>()> grammar_vocabulary;
 };
 
 enum class FinishReason {
@@ -94,6 +101,12 @@ class TokenController {
   // verifies them in place of drafted guesses, so a forced run costs one target pass instead of
   // one per token (shared/docs/reasoning.md B9 step 5); they still pass through before_sample().
   virtual std::vector<int32_t> forced_run() const { return {}; }
+  // How many of `drafted` (tokens a draft proposes after the last committed one, in order) the
+  // controller could let through; the speculative loop verifies only that prefix. The state
+  // must be unchanged afterwards (a grammar accepts them and rolls back).
+  virtual int64_t draft_prefix(std::span<const int32_t> drafted) {
+    return static_cast<int64_t>(drafted.size());
+  }
   // A copy of the current state: speculative decoding walks drafted tokens through a scratch
   // copy and commits only the accepted prefix (shared/docs/reasoning.md, B9).
   virtual std::unique_ptr<TokenController> clone() const = 0;

@@ -10,6 +10,7 @@
 #include "generate/sampling_defaults.h"
 #include "generate/speculative.h"
 #include "gguf/gguf.h"
+#include "grammar/token_vocabulary.h"
 #include "model/dflash.h"
 #include "model/gemma4.h"
 #include "runtime/session.h"
@@ -70,6 +71,7 @@ class GgufTextModel : public TextModel {
         model_(cuda ? cuda->new_session(session)
                     : std::make_unique<ResettableSession>(*weights_, session, pool_.get())) {
     template_ = text::ChatTemplate::for_tokenizer(*tokenizer_, &template_warning_);
+    grammar_vocabulary_ = grammar::lazy_vocabulary_of(*tokenizer_);
     if (model_->n_vocab() != tokenizer_->n_vocab()) {
       fail("{}: the model has {} logits but the vocabulary {} tokens", weights_->file().path(),
            model_->n_vocab(), tokenizer_->n_vocab());
@@ -88,6 +90,7 @@ class GgufTextModel : public TextModel {
     v.piece = [tokenizer](int32_t id) { return tokenizer->piece(id, /*special=*/false); };
     v.end_of_generation = tokenizer_->eog_tokens();
     v.suppressed = tokenizer_->suppress_tokens();
+    v.grammar_vocabulary = grammar_vocabulary_;
     return v;
   }
 
@@ -146,6 +149,7 @@ class GgufTextModel : public TextModel {
   std::unique_ptr<LanguageModel> model_;
   text::ChatTemplate template_;
   mutable std::string template_warning_;
+  std::function<std::shared_ptr<const grammar::TokenVocabulary>()> grammar_vocabulary_;
 };
 
 }  // namespace

@@ -23,6 +23,7 @@
 #include "generate/chat_loop.h"
 #include "generate/generator.h"
 #include "generate/reasoning.h"
+#include "grammar_options.h"
 #include "reasoning_options.h"
 #include "text_cli.h"
 #include "util/error.h"
@@ -36,6 +37,7 @@ struct ChatFlags {
   std::string system;
   std::string think;  // alias of --reasoning on|off
   ReasoningOptions reasoning;
+  GrammarOptions grammar;
   int64_t n_predict = -1;
   std::vector<std::string> stop;
   bool ignore_eos = false;
@@ -86,8 +88,18 @@ void run(ChatFlags& flags, CLI::App& app) {
   options.thinking = flags.reasoning.enable_thinking();
   options.reasoning = flags.reasoning.display();
   const TextModel& model = *text;
-  options.make_controller = [&flags, &model]() -> std::unique_ptr<TokenController> {
-    return flags.reasoning.controller(model, flags.n_predict);
+  const OutputConstraint constraint = flags.grammar.constraint();
+  const int64_t n_vocab = text->model().n_vocab();
+  options.make_controller = [&flags, &model, constraint,
+                             n_vocab]() -> std::unique_ptr<TokenController> {
+    std::unique_ptr<TokenController> reasoning = flags.reasoning.controller(model, flags.n_predict);
+    if (!constraint.active()) return reasoning;
+    // Every answer is constrained; its thought (reasoning on) stays free.
+    auto grammar =
+        make_grammar_controller(constraint, model.vocab(), n_vocab, model.reasoning_markers(),
+                                flags.reasoning.enable_thinking(), reasoning.get());
+    grammar->adopt_inner(std::move(reasoning));
+    return grammar;
   };
   options.max_tokens = flags.n_predict;
   options.stop_strings = flags.stop;
@@ -127,6 +139,7 @@ void setup(CLI::App& app) {
   app.add_flag("--ignore-eos", flags->ignore_eos,
                "never end an answer at end-of-generation tokens");
   add_draft_options(app, flags->draft);
+  add_grammar_options(app, flags->grammar);
   app.callback([flags, &app] { run(*flags, app); });
 }
 

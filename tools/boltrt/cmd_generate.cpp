@@ -3,7 +3,8 @@
 //   boltrt generate -m FILE -p TEXT [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P]
 //                   [--repeat-penalty R] [--seed S] [--chat] [--system TEXT] [--think on|off]
 //                   [--stop S]... [--json] [--ignore-eos] [--truncate] [-t N] [-c CTX]
-//                   [--kv-type f16|f32|q8_0]
+//                   [--kv-type f16|f32|q8_0] [--grammar G | --grammar-file F | -j SCHEMA |
+//                   --json-schema-file F]
 #include <fmt/format.h>
 
 #include <atomic>
@@ -20,6 +21,7 @@
 #include "generate/reasoning.h"
 #include "generate/reasoning_display.h"
 #include "generate/reply_splitter.h"
+#include "grammar_options.h"
 #include "reasoning_options.h"
 #include "text_cli.h"
 #include "util/error.h"
@@ -42,6 +44,7 @@ struct GenerateFlags {
   bool ignore_eos = false;
   bool truncate = false;
   DraftOptions draft;
+  GrammarOptions grammar;
 };
 
 std::string read_prompt_file(const std::string& path) {
@@ -62,6 +65,7 @@ void run(GenerateFlags& flags, CLI::App& app) {
   }
   const std::string prompt_text =
       flags.prompt_file.empty() ? flags.prompt : read_prompt_file(flags.prompt_file);
+  const OutputConstraint constraint = flags.grammar.constraint();  // fails before loading
 
   std::unique_ptr<TextModel> text = load_model(flags.model);
   const SamplerConfig sampling = sampler_config(flags.sampling, *text);
@@ -97,7 +101,12 @@ void run(GenerateFlags& flags, CLI::App& app) {
   options.ignore_end_of_generation = flags.ignore_eos;
   options.overflow = flags.truncate ? ContextOverflow::kTruncateLeft : ContextOverflow::kError;
   options.cancel = &cancel;
-  options.controller = controller.get();
+  // --grammar / --json-schema: the constraint wraps the reasoning controller (the thought stays
+  // free, the answer is constrained).
+  const std::unique_ptr<GrammarController> grammar =
+      make_grammar_controller(constraint, text->vocab(), text->model().n_vocab(), markers,
+                              flags.chat && flags.reasoning.enable_thinking(), controller.get());
+  options.controller = grammar ? static_cast<TokenController*>(grammar.get()) : controller.get();
   // With a chat format the reply is shown through the splitter (thinking hidden, dimmed or
   // plain); plain completion streams the text as it is.
   std::optional<ReasoningPrinter> printer;
@@ -181,6 +190,7 @@ void setup(CLI::App& app) {
   app.add_option("--system", flags->system, "system prompt (with --chat)");
   add_reasoning_options(app, flags->reasoning);
   add_draft_options(app, flags->draft);
+  add_grammar_options(app, flags->grammar);
   app.add_option("--think", flags->think, "reasoning on or off (with --chat; = --reasoning)")
       ->check(CLI::IsMember({"on", "off"}));
   app.add_option("--stop", flags->stop, "stop before this text (repeatable)")
