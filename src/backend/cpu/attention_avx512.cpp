@@ -100,10 +100,13 @@ void weighted_sum(const float* e0, const float* e1, const float* v, int64_t stri
   constexpr int64_t kStep = kPair ? 64 : 128;
   int64_t d = 0;
   for (; d + kStep <= head_dim; d += kStep) {
-    weighted_sum_chunk<kStep / 16, kPair>(e0, e1, v + d, stride, count, acc0 + d, acc1 + d);
+    // acc1 is null without a pair: no offset may be applied to it (UBSan: pointer overflow)
+    weighted_sum_chunk<kStep / 16, kPair>(e0, e1, v + d, stride, count, acc0 + d,
+                                          kPair ? acc1 + d : nullptr);
   }
   for (; d < head_dim; d += 16) {
-    weighted_sum_chunk<1, kPair>(e0, e1, v + d, stride, count, acc0 + d, acc1 + d);
+    weighted_sum_chunk<1, kPair>(e0, e1, v + d, stride, count, acc0 + d,
+                                 kPair ? acc1 + d : nullptr);
   }
 }
 
