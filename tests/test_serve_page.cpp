@@ -49,12 +49,10 @@ TEST(ServePage, ChromiumChatsThroughThePage) {
   const std::string profile = boltrt::test::scratch_dir("chromium_profile");
   const std::string url = "http://127.0.0.1:" + std::to_string(server.port()) +
                           "/?temp=0&think=1&q=What%20did%20you%20think%20of%20the%20ball%3F";
-  // A generous virtual-time budget: it costs nothing once the page is idle, and a slow server
-  // (the ASan+UBSan build answers in seconds) must finish streaming before the DOM is dumped.
   const std::string chromium =
-      "timeout 300 chromium --headless --no-sandbox --disable-gpu --no-first-run "
+      "timeout 120 chromium --headless --no-sandbox --disable-gpu --no-first-run "
       "--user-data-dir=" +
-      profile + " --virtual-time-budget=600000 --window-size=1000,700 ";
+      profile + " --virtual-time-budget=20000 --window-size=1000,700 ";
   const auto dom = boltrt::test::run_command_split(chromium + "--dump-dom '" + url + "'");
   ASSERT_EQ(dom.status, 0) << dom.err;
   const std::string& html = dom.out;
