@@ -164,6 +164,7 @@ std::unique_ptr<TextModel> load_text_model(const TextModelOptions& options) {
   // 0 asks for the model's own context; the session clamps larger values to it.
   session.n_ctx = options.n_ctx > 0 ? options.n_ctx : std::numeric_limits<int32_t>::max();
   session.kv_type = *kv_type;
+  if (options.n_batch > 0) session.n_batch = options.n_batch;
   auto pool = std::make_unique<ThreadPool>(std::max(1, options.threads));
   std::shared_ptr<const CudaGemma4> cuda;
   if (resolve_device(options.device, *weights) == ComputeDevice::kCuda) {

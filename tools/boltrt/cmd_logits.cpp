@@ -10,9 +10,7 @@
 #include "backend/device.h"
 #include "command.h"
 #include "device_options.h"
-#include "model/gemma4.h"
-#include "runtime/session.h"
-#include "runtime/thread_pool.h"
+#include "generate/gguf_text_model.h"
 #include "util/error.h"
 
 namespace boltrt::cli {
@@ -51,25 +49,17 @@ struct LogitsArgs {
 
 void run(const LogitsArgs& args) {
   const std::vector<int32_t> ids = parse_ids(args.ids);
-  auto model = Gemma4Model::load(args.model);
-  const bool on_cuda = resolve_device(args.device, *model) == ComputeDevice::kCuda;
-  const std::string kv_name = !args.kv_type.empty() ? args.kv_type : on_cuda ? "f16" : "f32";
-  const auto kv_type = kv_type_from_name(kv_name);
-  if (!kv_type) fail("--kv-type: '{}' is not one of f16, f32, q8_0", kv_name);
-  ThreadPool pool(std::max(1, args.threads));
-  SessionOptions options;
+  TextModelOptions options;
+  options.path = args.model;
+  options.threads = std::max(1, args.threads);
   options.n_ctx = static_cast<int64_t>(ids.size());
   options.n_batch = args.batch;
-  options.kv_type = *kv_type;
-  std::shared_ptr<const CudaGemma4> cuda;
-  std::unique_ptr<LanguageModel> session;
-  if (on_cuda) {
-    cuda = load_cuda_gemma4(*model);
-    fmt::print(stderr, "boltrt: {}\n", cuda->describe());
-    session = cuda->new_session(options);
-  } else {
-    session = std::make_unique<Gemma4Session>(*model, options, &pool);
-  }
+  options.device = args.device;
+  options.kv_type = !args.kv_type.empty()                                 ? args.kv_type
+                    : resolve_device(args.device) == ComputeDevice::kCuda ? "f16"
+                                                                          : "f32";
+  const std::unique_ptr<TextModel> text = load_text_model(options);
+  LanguageModel* session = &text->model();
   const auto logits = session->decode(ids, /*all_logits=*/true);
   const int64_t V = session->n_vocab();
   std::string line;
