@@ -103,7 +103,7 @@ cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa,
       }
     }
   };
-  if (boltrt::emu::enqueue(handle->stream, work, false) != cudaSuccess) {
+  if (boltrt::emu::enqueue(handle->stream, work) != cudaSuccess) {
     return CUBLAS_STATUS_EXECUTION_FAILED;
   }
   return CUBLAS_STATUS_SUCCESS;

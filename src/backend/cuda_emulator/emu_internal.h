@@ -60,6 +60,6 @@ void record_stats(const std::string& name, uint64_t bytes, uint64_t sectors);
 // ---- streams (runtime.cpp) ----------------------------------------------------------------------
 // Queues `work` on `stream` (nullptr / cudaStreamLegacy: the legacy default stream) or appends it
 // to the stream's graph while it captures. Returns cudaSuccess or the error to report.
-cudaError_t enqueue(cudaStream_t stream, std::function<void()> work, bool is_kernel);
+cudaError_t enqueue(cudaStream_t stream, std::function<void()> work);
 
 }  // namespace boltrt::emu

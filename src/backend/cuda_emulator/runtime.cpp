@@ -425,8 +425,7 @@ double now_ms() {
 
 }  // namespace
 
-cudaError_t enqueue(cudaStream_t stream, std::function<void()> work, bool is_kernel) {
-  (void)is_kernel;
+cudaError_t enqueue(cudaStream_t stream, std::function<void()> work) {
   CUstream_st* s = resolve(stream);
   if (s->capturing) {
     if (s->invalidated) return cudaErrorStreamCaptureInvalidated;
@@ -494,9 +493,7 @@ void launch(LaunchRequest&& r) {
   }
   launch->request = std::move(r);
   const cudaStream_t stream = launch->request.stream;
-  if (cudaError_t e = enqueue(
-          stream, [launch] { execute_kernel(*launch); }, true);
-      e != cudaSuccess) {
+  if (cudaError_t e = enqueue(stream, [launch] { execute_kernel(*launch); }); e != cudaSuccess) {
     set_error(e);
   }
 }
@@ -532,10 +529,6 @@ namespace {
 
 cudaError_t api(cudaError_t e) {
   return set_error(e);
-}
-
-cudaError_t check_sticky() {
-  return sticky_error();
 }
 
 }  // namespace
@@ -616,7 +609,7 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int index) {
 }
 
 cudaError_t cudaSetDevice(int index) {
-  if (cudaError_t e = check_sticky(); e != cudaSuccess) return api(e);
+  if (cudaError_t e = sticky_error(); e != cudaSuccess) return api(e);
   if (!device().present || index != 0) return api(cudaErrorInvalidDevice);
   return cudaSuccess;
 }
@@ -628,7 +621,7 @@ cudaError_t cudaGetDevice(int* index) {
 }
 
 cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
-  if (cudaError_t e = check_sticky(); e != cudaSuccess) return api(e);
+  if (cudaError_t e = sticky_error(); e != cudaSuccess) return api(e);
   DeviceState& d = device();
   if (!d.present) return api(cudaErrorNoDevice);
   std::lock_guard lock(d.mutex);
@@ -643,7 +636,7 @@ namespace {
 cudaError_t allocate(void** ptr, size_t bytes, MemKind kind) {
   if (!ptr) return api(cudaErrorInvalidValue);
   *ptr = nullptr;
-  if (cudaError_t e = check_sticky(); e != cudaSuccess) return api(e);
+  if (cudaError_t e = sticky_error(); e != cudaSuccess) return api(e);
   if (cudaError_t e = unsafe_during_capture(); e != cudaSuccess) return api(e);
   DeviceState& d = device();
   if (!d.present) return api(cudaErrorNoDevice);
@@ -723,7 +716,7 @@ cudaError_t cudaFreeHost(void* ptr) {
 }
 
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
-  if (cudaError_t e = check_sticky(); e != cudaSuccess) return api(e);
+  if (cudaError_t e = sticky_error(); e != cudaSuccess) return api(e);
   if (bytes == 0) return cudaSuccess;
   cudaMemcpyKind real;
   if (cudaError_t e = classify(dst, src, bytes, kind, &real); e != cudaSuccess) return api(e);
@@ -738,16 +731,16 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind 
     // Pageable source: staged, and the call returns before the DMA lands (§2.11 case 1).
     ex.wait_stream(s);
     ex.submit(s, copy_work(dst, src, bytes, true));
-    return check_sticky() == cudaSuccess ? cudaSuccess : api(check_sticky());
+    return api(sticky_error());
   }
   auto op = ex.submit(s, copy_work(dst, src, bytes, false));
   if (real != cudaMemcpyDeviceToDevice) ex.wait(op);
-  return check_sticky() == cudaSuccess ? cudaSuccess : api(check_sticky());
+  return api(sticky_error());
 }
 
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind,
                             cudaStream_t stream) {
-  if (cudaError_t e = check_sticky(); e != cudaSuccess) return api(e);
+  if (cudaError_t e = sticky_error(); e != cudaSuccess) return api(e);
   if (bytes == 0) return cudaSuccess;
   cudaMemcpyKind real;
   if (cudaError_t e = classify(dst, src, bytes, kind, &real); e != cudaSuccess) return api(e);
@@ -762,8 +755,7 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpy
     s->invalidated = true;  // only pinned and device memory are captured (§2.13)
     return api(cudaErrorStreamCaptureUnsupported);
   }
-  if (cudaError_t e = enqueue(s, copy_work(dst, src, bytes, pageable_src), false);
-      e != cudaSuccess) {
+  if (cudaError_t e = enqueue(s, copy_work(dst, src, bytes, pageable_src)); e != cudaSuccess) {
     return api(e);
   }
   // A D2H copy into pageable memory is synchronous (§2.11, async case 1).
@@ -772,12 +764,10 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpy
 }
 
 cudaError_t cudaMemsetAsync(void* dst, int value, size_t bytes, cudaStream_t stream) {
-  if (cudaError_t e = check_sticky(); e != cudaSuccess) return api(e);
+  if (cudaError_t e = sticky_error(); e != cudaSuccess) return api(e);
   if (bytes == 0) return cudaSuccess;
   if (!is_device(dst, bytes)) return api(cudaErrorInvalidValue);
-  if (cudaError_t e = enqueue(
-          stream, [=] { std::memset(dst, value, bytes); }, false);
-      e != cudaSuccess) {
+  if (cudaError_t e = enqueue(stream, [=] { std::memset(dst, value, bytes); }); e != cudaSuccess) {
     return api(e);
   }
   return cudaSuccess;
@@ -791,7 +781,7 @@ cudaError_t cudaMemset(void* dst, int value, size_t bytes) {
 cudaError_t cudaDeviceSynchronize() {
   if (cudaError_t e = unsafe_during_capture(); e != cudaSuccess) return api(e);
   Executor::get().wait_all();
-  if (cudaError_t e = check_sticky(); e != cudaSuccess) return api(e);
+  if (cudaError_t e = sticky_error(); e != cudaSuccess) return api(e);
   return cudaSuccess;
 }
 
@@ -802,7 +792,7 @@ cudaError_t cudaDeviceReset() {
 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned flags) {
   if (!stream) return api(cudaErrorInvalidValue);
-  if (cudaError_t e = check_sticky(); e != cudaSuccess) return api(e);
+  if (cudaError_t e = sticky_error(); e != cudaSuccess) return api(e);
   auto* s = new CUstream_st;
   s->non_blocking = (flags & cudaStreamNonBlocking) != 0;
   std::lock_guard lock(g_streams_mutex);
@@ -828,27 +818,30 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   return cudaSuccess;
 }
 
+namespace {
+// Synchronising with or querying a capturing stream is illegal and invalidates the capture.
+bool invalidate_if_capturing(CUstream_st* s) {
+  if (!s->capturing) return false;
+  s->invalidated = true;
+  return true;
+}
+}  // namespace
+
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
   CUstream_st* s = resolve(stream);
-  if (s->capturing) {
-    s->invalidated = true;
-    return api(cudaErrorStreamCaptureUnsupported);
-  }
+  if (invalidate_if_capturing(s)) return api(cudaErrorStreamCaptureUnsupported);
   if (cudaError_t e = s->legacy ? unsafe_during_capture() : cudaSuccess; e != cudaSuccess) {
     return api(e);
   }
   Executor::get().wait_stream(s);
-  if (cudaError_t e = check_sticky(); e != cudaSuccess) return api(e);
+  if (cudaError_t e = sticky_error(); e != cudaSuccess) return api(e);
   return cudaSuccess;
 }
 
 cudaError_t cudaStreamQuery(cudaStream_t stream) {
   CUstream_st* s = resolve(stream);
-  if (s->capturing) {
-    s->invalidated = true;
-    return api(cudaErrorStreamCaptureUnsupported);
-  }
-  if (cudaError_t e = check_sticky(); e != cudaSuccess) return api(e);
+  if (invalidate_if_capturing(s)) return api(cudaErrorStreamCaptureUnsupported);
+  if (cudaError_t e = sticky_error(); e != cudaSuccess) return api(e);
   return Executor::get().stream_idle(s) ? cudaSuccess : cudaErrorNotReady;
 }
 
@@ -856,12 +849,9 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
   if (!event) return api(cudaErrorInvalidResourceHandle);
   if (!event->recorded) return cudaSuccess;
   auto done = event->done;
-  return api(enqueue(
-      stream,
-      [done] {
-        while (!done->load()) std::this_thread::yield();
-      },
-      false));
+  return api(enqueue(stream, [done] {
+    while (!done->load()) std::this_thread::yield();
+  }));
 }
 
 cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus* status) {
@@ -895,19 +885,16 @@ cudaError_t cudaEventDestroy(cudaEvent_t event) {
 
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   if (!event) return api(cudaErrorInvalidResourceHandle);
-  if (cudaError_t e = check_sticky(); e != cudaSuccess) return api(e);
+  if (cudaError_t e = sticky_error(); e != cudaSuccess) return api(e);
   auto done = std::make_shared<std::atomic<bool>>(false);
   auto time = std::make_shared<double>(0.0);
   event->done = done;
   event->time_ms = time;
   event->recorded = true;
-  return api(enqueue(
-      stream,
-      [done, time] {
-        *time = now_ms();
-        done->store(true);
-      },
-      false));
+  return api(enqueue(stream, [done, time] {
+    *time = now_ms();
+    done->store(true);
+  }));
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
@@ -919,7 +906,7 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event) {
       std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
   }
-  if (cudaError_t e = check_sticky(); e != cudaSuccess) return api(e);
+  if (cudaError_t e = sticky_error(); e != cudaSuccess) return api(e);
   return cudaSuccess;
 }
 
@@ -982,17 +969,14 @@ cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph, unsig
 
 cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
   if (!exec) return api(cudaErrorInvalidValue);
-  if (cudaError_t e = check_sticky(); e != cudaSuccess) return api(e);
+  if (cudaError_t e = sticky_error(); e != cudaSuccess) return api(e);
   // One op for the whole graph: its nodes run in capture order, one launch of an exec at a time.
-  return api(enqueue(
-      stream,
-      [exec] {
-        for (const auto& node : exec->nodes) {
-          if (sticky_error() != cudaSuccess) return;
-          node();
-        }
-      },
-      false));
+  return api(enqueue(stream, [exec] {
+    for (const auto& node : exec->nodes) {
+      if (sticky_error() != cudaSuccess) return;
+      node();
+    }
+  }));
 }
 
 cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
