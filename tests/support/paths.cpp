@@ -14,14 +14,24 @@
 
 namespace boltrt::test {
 
+namespace {
+// The build's own paths, unless the environment names others: test binaries built on one machine
+// and run on another (bench/gpu-check.sh carries prebuilt CUDA tests to a lent GPU machine, where
+// the repository sits elsewhere).
+std::string path_from_env(const char* variable, const char* built_in) {
+  const char* value = std::getenv(variable);
+  return value && *value ? value : built_in;
+}
+}  // namespace
+
 std::string source_dir() {
-  return BOLTRT_SOURCE_DIR;
+  return path_from_env("BOLTRT_TEST_SOURCE_DIR", BOLTRT_SOURCE_DIR);
 }
 std::string binary_dir() {
-  return BOLTRT_BINARY_DIR;
+  return path_from_env("BOLTRT_TEST_BINARY_DIR", BOLTRT_BINARY_DIR);
 }
 std::string cli_path() {
-  return BOLTRT_CLI_PATH;
+  return path_from_env("BOLTRT_TEST_CLI", BOLTRT_CLI_PATH);
 }
 
 namespace {

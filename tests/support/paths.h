@@ -4,6 +4,8 @@
 
 namespace boltrt::test {
 
+// Each is the build's own path unless BOLTRT_TEST_SOURCE_DIR / BOLTRT_TEST_BINARY_DIR /
+// BOLTRT_TEST_CLI names another (prebuilt tests run on another machine).
 std::string source_dir();  // repository root
 std::string binary_dir();  // CMake build directory
 std::string cli_path();    // the built `boltrt` executable
