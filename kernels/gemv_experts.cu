@@ -3,15 +3,16 @@
 // (expert_stride bytes apart, as in the GGUF's [cols, rows, n_expert] *_exps tensors). One
 // launch covers every pair of a batch: grid.y = pairs, grid.x = row groups, so a decode step
 // reads only its k experts' slices (26B-A4B: 8 of 128) and no host round trip is needed to
-// learn which. Per row the same warp-per-row unpacking as gemv_quant.cu (Sub32<Block>, fp32
-// accumulation, warp-shuffle sum). Prefill chunks pass `order` (launch_moe_group): the grid
-// visits one expert's pairs back to back, so its weights come from L2 after the first pair.
+// learn which. Per row the same warp-per-row dot product as gemv_quant.cu (gemv_row_dot). Prefill
+// chunks pass `order` (launch_moe_group): the grid visits one expert's pairs back to back, so its
+// weights come from L2 after the first pair.
 //   x: [pairs / x_pairs_per_row][cols] f32 (x_pairs_per_row = k: the token's normed hidden
 //      state shared by its k slots; 1: one input row per pair, e.g. the GEGLU activations)
 //   y: [pairs][rows] f32
 #include <type_traits>
 
 #include "gemv_quant.cuh"
+#include "gemv_row.cuh"
 #include "sub32_dispatch.cuh"
 
 namespace boltrt::kernels {
@@ -19,7 +20,7 @@ namespace {
 
 constexpr int kWarpsPerBlock = 4;
 
-template <typename Block>
+template <typename Block, bool kCoalesced>
 __global__ void gemv_experts_kernel(const uint8_t* __restrict__ w, int64_t rows, int64_t cols,
                                     size_t row_stride, size_t expert_stride,
                                     const int32_t* __restrict__ selected,
@@ -33,25 +34,9 @@ __global__ void gemv_experts_kernel(const uint8_t* __restrict__ w, int64_t rows,
   const int32_t e = selected[pair];
   const uint8_t* w_row = w + static_cast<size_t>(e) * expert_stride + row * row_stride;
   const float* xr = x + (pair / x_pairs_per_row) * cols;
-  const int64_t n_sub = cols / 32;
-
-  float acc = 0.0f;
-  for (int64_t s = lane; s < n_sub; s += 32) {
-    float v[32];
-    Sub32<Block>::dequantize(w_row, s, v);
-    const float4* xb = reinterpret_cast<const float4*>(xr + s * 32);
-    float sum = 0.0f;
-#pragma unroll
-    for (int q = 0; q < 8; ++q) {
-      const float4 xv = xb[q];
-      sum += v[4 * q] * xv.x + v[4 * q + 1] * xv.y + v[4 * q + 2] * xv.z + v[4 * q + 3] * xv.w;
-    }
-    acc += sum;
-  }
-  for (int offset = 16; offset > 0; offset >>= 1) {
-    acc += __shfl_down_sync(0xffffffffu, acc, offset);
-  }
-  if (lane == 0) y[pair * rows + row] = expert_scale ? acc * expert_scale[e] : acc;
+  float acc[1];
+  gemv_row_dot<Block, 1, kCoalesced>(w_row, cols, xr, cols, lane, acc);
+  if (lane == 0) y[pair * rows + row] = expert_scale ? acc[0] * expert_scale[e] : acc[0];
 }
 
 }  // namespace
@@ -68,9 +53,18 @@ cudaError_t launch_gemv_experts(uint32_t ggml_type, const void* w, int64_t rows,
     const dim3 grid(static_cast<unsigned>((rows + kWarpsPerBlock - 1) / kWarpsPerBlock),
                     static_cast<unsigned>(pairs));
     const dim3 block(32 * kWarpsPerBlock);
-    BOLTRT_LAUNCH(grid, block, 0, stream, gemv_experts_kernel<Block>)
-    (static_cast<const uint8_t*>(w), rows, cols, row_stride, expert_stride, selected, x,
-     x_pairs_per_row, expert_scale, order, y);
+    const auto* wb = static_cast<const uint8_t*>(w);
+    if constexpr (WarpDecode<Block>::kSupported) {
+      if (gemv_coalesced_fits<Block>(w, row_stride, expert_stride)) {
+        BOLTRT_LAUNCH(grid, block, 0, stream, gemv_experts_kernel<Block, true>)
+        (wb, rows, cols, row_stride, expert_stride, selected, x, x_pairs_per_row, expert_scale,
+         order, y);
+        return cudaGetLastError();
+      }
+    }
+    BOLTRT_LAUNCH(grid, block, 0, stream, gemv_experts_kernel<Block, false>)
+    (wb, rows, cols, row_stride, expert_stride, selected, x, x_pairs_per_row, expert_scale, order,
+     y);
     return cudaGetLastError();
   });
 }

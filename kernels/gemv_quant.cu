@@ -1,16 +1,15 @@
 // Decode GEMV: y = W x for 1..8 activation rows, W in a ggml block format or F32/F16/BF16.
 //
 // Decode reads every weight once per token, so this kernel's job is to stream W at memory
-// speed: one warp per weight row; lane l unpacks the 32-element sub-blocks l, l+32, l+64, ...
-// of the row into registers (Sub32<Block>::dequantize — the same BOLTRT_HD code that
-// test_dequant_sub32 checks on the CPU) and dots them with every activation row of the batch,
-// so each weight byte is read once for the whole batch. fp32 accumulation, then a warp-shuffle
-// reduction.
+// speed: one warp per weight row, each weight byte read once for the whole batch (every
+// activation row is dotted with the decoded weights in registers): gemv_row_dot in gemv_row.cuh,
+// with the coalesced split where the type and alignment allow it.
 //
 //   W: rows x cols (row_stride bytes apart)   x: batch x cols f32   y: batch x rows f32
 #include <type_traits>
 
 #include "gemv_quant.cuh"
+#include "gemv_row.cuh"
 #include "sub32_dispatch.cuh"
 
 namespace boltrt::kernels {
@@ -18,42 +17,18 @@ namespace {
 
 constexpr int kWarpsPerBlock = 4;
 
-template <typename Block, int kBatch>
+template <typename Block, int kBatch, bool kCoalesced>
 __global__ void gemv_quant_kernel(const uint8_t* __restrict__ w, int64_t rows, int64_t cols,
                                   size_t row_stride, const float* __restrict__ x,
                                   float* __restrict__ y) {
   const int lane = threadIdx.x & 31;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + (threadIdx.x >> 5);
   if (row >= rows) return;
-  const uint8_t* w_row = w + row * row_stride;
-  const int64_t n_sub = cols / 32;
-
   float acc[kBatch];
+  gemv_row_dot<Block, kBatch, kCoalesced>(w + row * row_stride, cols, x, cols, lane, acc);
+  if (lane == 0) {
 #pragma unroll
-  for (int b = 0; b < kBatch; ++b) acc[b] = 0.0f;
-
-  for (int64_t s = lane; s < n_sub; s += 32) {
-    float v[32];
-    Sub32<Block>::dequantize(w_row, s, v);
-#pragma unroll
-    for (int b = 0; b < kBatch; ++b) {
-      const float4* xb = reinterpret_cast<const float4*>(x + b * cols + s * 32);
-      float sum = 0.0f;
-#pragma unroll
-      for (int q = 0; q < 8; ++q) {
-        const float4 xv = xb[q];
-        sum += v[4 * q] * xv.x + v[4 * q + 1] * xv.y + v[4 * q + 2] * xv.z + v[4 * q + 3] * xv.w;
-      }
-      acc[b] += sum;
-    }
-  }
-#pragma unroll
-  for (int b = 0; b < kBatch; ++b) {
-    float sum = acc[b];
-    for (int offset = 16; offset > 0; offset >>= 1) {
-      sum += __shfl_down_sync(0xffffffffu, sum, offset);
-    }
-    if (lane == 0) y[b * rows + row] = sum;
+    for (int b = 0; b < kBatch; ++b) y[b * rows + row] = acc[b];
   }
 }
 
@@ -62,7 +37,14 @@ void launch_batch(const uint8_t* w, int64_t rows, int64_t cols, size_t row_strid
                   float* y, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>((rows + kWarpsPerBlock - 1) / kWarpsPerBlock));
   const dim3 block(32 * kWarpsPerBlock);
-  BOLTRT_LAUNCH(grid, block, 0, stream, gemv_quant_kernel<Block, kBatch>)
+  if constexpr (WarpDecode<Block>::kSupported) {
+    if (gemv_coalesced_fits<Block>(w, row_stride)) {
+      BOLTRT_LAUNCH(grid, block, 0, stream, gemv_quant_kernel<Block, kBatch, true>)
+      (w, rows, cols, row_stride, x, y);
+      return;
+    }
+  }
+  BOLTRT_LAUNCH(grid, block, 0, stream, gemv_quant_kernel<Block, kBatch, false>)
   (w, rows, cols, row_stride, x, y);
 }
 

@@ -54,7 +54,24 @@ TEST(CudaDevice, CudaWithoutAUsableDeviceIsOneClearLine) {
     ~Restore() { emu::select_device("h200"); }
   } restore;
 #endif
-  if (cuda_usable()) GTEST_SKIP() << "a usable CUDA device is present";
+  if (cuda_usable()) {
+    // A real GPU is present: hide it from a child process (the CUDA runtime reads
+    // CUDA_VISIBLE_DEVICES once, at its start), where --device cuda must be one error line and
+    // --device auto must fall back to the CPU.
+    const std::string model = quote(test::source_dir() + "/models/tiny/tiny-q8_0.gguf");
+    const std::string base = "CUDA_VISIBLE_DEVICES= " + quote(test::cli_path()) + " generate -m " +
+                             model + " -p 'Mr. Darcy' -n 4 --temp 0 ";
+    const test::CommandOutput cuda = test::run_command_split(base + "--device cuda");
+    EXPECT_EQ(cuda.status, 1) << cuda.err;
+    EXPECT_EQ(cuda.err.rfind("boltrt: error: device cuda requested but no usable CUDA device: ", 0),
+              0u)
+        << cuda.err;
+    EXPECT_EQ(std::count(cuda.err.begin(), cuda.err.end(), '\n'), 1) << cuda.err;
+    const test::CommandOutput automatic = test::run_command_split(base + "--device auto");
+    EXPECT_EQ(automatic.status, 0) << automatic.err;
+    EXPECT_FALSE(automatic.out.empty());
+    return;
+  }
   EXPECT_EQ(cuda_built(), cuda_unavailable_reason().find("no CUDA backend") == std::string::npos);
   try {
     resolve_device("cuda");
