@@ -66,6 +66,9 @@ __device__ inline void gemv_row_dot(const uint8_t* __restrict__ w_row, int64_t c
     constexpr int kPer = WarpDecode<Block>::kPer;
     // cols is a multiple of 32 and kPer divides 32: a lane's elements are all in the row or all
     // past its end.
+    // Unrolled so that the loads of several steps are in flight together (a row of E4B's 2560
+    // columns is 10 steps of 256 elements for the K-quants).
+#pragma unroll 4
     for (int64_t e0 = static_cast<int64_t>(lane) * kPer; e0 < cols; e0 += 32 * kPer) {
       float v[kPer];
       WarpDecode<Block>::decode(w_row, e0, v);

@@ -47,7 +47,7 @@ float* f32(const cuda::DeviceBuffer& b) {
 }
 
 TEST_F(CudaOps, RmsNormMatchesCpu) {
-  for (int64_t n : {64, 256, 2560, 1000}) {
+  for (int64_t n : {64, 256, 2560, 1000, 5000}) {  // every register-row size and the loop
     for (bool weighted : {true, false}) {
       const int64_t rows = 7;
       auto x = random_vector(static_cast<size_t>(rows * n), 1, 3.0f);
