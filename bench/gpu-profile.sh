@@ -28,6 +28,6 @@ profile() {  # profile TITLE KERNEL_REGEX COUNT
 }
 profile "Q4_K GEMV, batch 1" 'gemv_quant_kernel<boltrt::BlockQ4_K, 1,' 3
 profile "Q6_K GEMV, batch 1 (includes the 262,144-row head)" 'gemv_quant_kernel<boltrt::BlockQ6_K, 1,' 3
-profile "rms_norm + residual, 2560 values" 'rms_norm_kernel<true, 16>' 1
+profile "rms_norm + residual, 2560 values" 'rms_norm_kernel<1, 16>' 1
 rm -f "$MODEL"
 grep -E '^===|Duration|Memory Throughput|DRAM Throughput|L1/TEX Hit|L2 Hit|Achieved Occupancy|Registers Per|Theoretical Occupancy|Stall|Issued Warp|No Eligible|Block Limit|Compute \(SM\) Throughput|Elapsed Cycles|rc ' "$REPORT" | head -150
