@@ -26,8 +26,8 @@ profile() {  # profile TITLE KERNEL_REGEX COUNT
     "$B/boltrt" bench -m "$MODEL" --device cuda -p 0 -n 4 -r 1 >> "$REPORT" 2>&1
   echo "rc $?" >> "$REPORT"
 }
-profile "Q4_K GEMV, batch 1" 'gemv_quant_kernel<boltrt::BlockQ4_K, 1,' 3
-profile "Q6_K GEMV, batch 1 (includes the 262,144-row head)" 'gemv_quant_kernel<boltrt::BlockQ6_K, 1,' 3
-profile "rms_norm + residual, 2560 values" 'rms_norm_kernel<1, 16>' 1
+profile "Q4_K GEMV, batch 1" 'gemv_quant_kernel<boltrt::BlockQ4_K, \(int\)1,' 3
+profile "Q6_K GEMV, batch 1 (includes the 262,144-row head)" 'gemv_quant_kernel<boltrt::BlockQ6_K, \(int\)1,' 3
+profile "rms_norm + residual, 2560 values" 'rms_norm_kernel<\(bool\)1, \(int\)16>' 1
 rm -f "$MODEL"
 grep -E '^===|Duration|Memory Throughput|DRAM Throughput|L1/TEX Hit|L2 Hit|Achieved Occupancy|Registers Per|Theoretical Occupancy|Stall|Issued Warp|No Eligible|Block Limit|Compute \(SM\) Throughput|Elapsed Cycles|rc ' "$REPORT" | head -150
