@@ -35,7 +35,7 @@ __global__ void gemv_experts_kernel(const uint8_t* __restrict__ w, int64_t rows,
   const uint8_t* w_row = w + static_cast<size_t>(e) * expert_stride + row * row_stride;
   const float* xr = x + (pair / x_pairs_per_row) * cols;
   float acc[1];
-  gemv_row_dot<Block, 1, kCoalesced>(w_row, cols, xr, cols, lane, 0, 1, acc);
+  gemv_row_dot<Block, 1, kCoalesced>(w_row, cols, xr, cols, lane, acc);
   if (lane == 0) y[pair * rows + row] = expert_scale ? acc[0] * expert_scale[e] : acc[0];
 }
 

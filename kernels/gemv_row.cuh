@@ -55,12 +55,11 @@ __device__ inline void gemv_step(const float* v, const float* __restrict__ x, in
   }
 }
 
-// acc[b] = sum_k W[k] * x[b * x_stride + k] over part `part` of `n_parts` of the row (the
-// warp's steps part, part + n_parts, ...), summed over the warp (lane 0 holds the sums).
+// acc[b] = sum_k W[k] * x[b * x_stride + k], summed over the warp (lane 0 holds the sums).
 template <typename Block, int kBatch, bool kCoalesced>
 __device__ inline void gemv_row_dot(const uint8_t* __restrict__ w_row, int64_t cols,
                                     const float* __restrict__ x, int64_t x_stride, int lane,
-                                    int part, int n_parts, float* acc) {
+                                    float* acc) {
 #pragma unroll
   for (int b = 0; b < kBatch; ++b) acc[b] = 0.0f;
   if constexpr (kCoalesced) {
@@ -70,14 +69,13 @@ __device__ inline void gemv_row_dot(const uint8_t* __restrict__ w_row, int64_t c
     // Unrolled so that the loads of several steps are in flight together (a row of E4B's 2560
     // columns is 10 steps of 256 elements for the K-quants).
 #pragma unroll 4
-    for (int64_t e0 = (static_cast<int64_t>(part) * 32 + lane) * kPer; e0 < cols;
-         e0 += static_cast<int64_t>(n_parts) * 32 * kPer) {
+    for (int64_t e0 = static_cast<int64_t>(lane) * kPer; e0 < cols; e0 += 32 * kPer) {
       float v[kPer];
       WarpDecode<Block>::decode(w_row, e0, v);
       gemv_step<kBatch, kPer>(v, x, x_stride, e0, acc);
     }
   } else {
-    for (int64_t s = part * 32 + lane; s < cols / 32; s += 32 * n_parts) {
+    for (int64_t s = lane; s < cols / 32; s += 32) {
       float v[32];
       Sub32<Block>::dequantize(w_row, s, v);
       gemv_step<kBatch, 32>(v, x, x_stride, s * 32, acc);
