@@ -11,6 +11,7 @@
 #include "batch/request.h"
 #include "server/chat_page.h"
 #include "server/openai_request.h"
+#include "text/tool_grammar.h"
 #include "util/error.h"
 
 namespace boltrt::server {
@@ -269,23 +270,64 @@ void OpenAiServer::handle(const HttpRequest& request, HttpResponder& response) {
   }
 }
 
+void OpenAiServer::set_constraint(const ServeRequest& r, Job& job) const {
+  // Structured output: `response_format`, or the format's tool-call envelope for a forcing
+  // `tool_choice` (each function's arguments constrained by its parameters schema). Compiled
+  // here, through the process-wide grammar cache, so that a schema the engine cannot compile is
+  // a 400 before anything is queued; the slot builds its controller from the compiled grammar
+  // (its token masks come from the engine cache too).
+  OutputConstraint constraint;
+  std::string param = "response_format";
+  if (r.response_format.is_object()) {
+    const std::string& type = r.response_format["type"].get_ref<const std::string&>();
+    if (type == "json_object") {
+      constraint = OutputConstraint::json_object();
+    } else if (type == "json_schema") {
+      // Without a schema (it is optional in OpenAI's shape) any JSON value fits.
+      const json& spec = r.response_format["json_schema"];
+      const auto schema = spec.find("schema");
+      constraint = OutputConstraint::json_schema(
+          schema == spec.end() || schema->is_null() ? std::string("{}") : schema->dump());
+    }
+  }
+  if (r.chat &&
+      (r.tool_choice == ToolChoice::kRequired || r.tool_choice == ToolChoice::kFunction)) {
+    if (constraint.active())
+      throw ApiError(400,
+                     "a 'tool_choice' that forces a call cannot be combined with a JSON "
+                     "'response_format'",
+                     "tool_choice");
+    text::ToolChoice choice;
+    choice.kind = r.tool_choice == ToolChoice::kRequired ? text::ToolChoice::Kind::kRequired
+                                                         : text::ToolChoice::Kind::kFunction;
+    choice.function = r.tool_choice_name;
+    choice.parallel = r.parallel_tool_calls;
+    std::string gbnf;
+    try {
+      gbnf = scheduler_.engine().tool_call_grammar(r.tools, choice);
+    } catch (const Error& e) {
+      throw ApiError(400, e.what(), "tools");
+    }
+    if (gbnf.empty())
+      throw ApiError(400, "'tool_choice' needs a chat format with tool calls; this model has none",
+                     "tool_choice", "unsupported_parameter");
+    constraint = OutputConstraint::grammar(std::move(gbnf));
+    param = "tools";
+  }
+  if (!constraint.active()) return;
+  try {
+    job.grammar = compile_constraint(constraint);
+  } catch (const Error& e) {
+    throw ApiError(400, e.what(), param);
+  }
+  // In a chat the model may think first (when thinking is on); the constraint starts after.
+  job.grammar_after_thought = r.chat && job.reasoning.enable_thinking();
+}
+
 void OpenAiServer::completion(const HttpRequest& request, HttpResponder& response, bool chat) {
   const ServeRequest r =
       chat ? parse_chat_request(request.body) : parse_completion_request(request.body);
   batch::BatchEngine& engine = scheduler_.engine();
-
-  if (chat) {
-    if (r.tool_choice == ToolChoice::kRequired || r.tool_choice == ToolChoice::kFunction)
-      throw ApiError(400,
-                     "'tool_choice' required or a named function needs constrained decoding, "
-                     "which this server does not have yet; use \"auto\"",
-                     "tool_choice", "unsupported_parameter");
-    if (r.response_format.is_object() && r.response_format["type"] != "text")
-      throw ApiError(400,
-                     "'response_format' json_object / json_schema needs constrained "
-                     "decoding, which this server does not have yet",
-                     "response_format", "unsupported_parameter");
-  }
 
   batch::BatchRequest br;
   if (chat) {
@@ -326,6 +368,8 @@ void OpenAiServer::completion(const HttpRequest& request, HttpResponder& respons
   } catch (const Error& e) {
     throw ApiError(400, e.what());
   }
+
+  set_constraint(r, *job);
 
   PreparedPrompt prompt;
   try {
