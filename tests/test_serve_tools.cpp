@@ -302,6 +302,37 @@ TEST(ServeTools, ForcedToolChoiceErrorsNameTheField) {
   EXPECT_NE(message.find("get_weather"), std::string::npos) << message;
 }
 
+TEST(ServeTools, StreamedTextEqualsTheReplyWhereTheDetokenizerDropsSpaces) {
+  // The detokenizer's clean-up drops a space before , . ? ! and around an apostrophe, depending
+  // on the bytes after it, so a partial reply may end in a space that the whole reply does not
+  // have (or lack one it has). The stream must not send such a tail early: whatever it sent
+  // could not be taken back, and the rest of the reply would be lost.
+  const std::string reply =
+      "Yes , no . Maybe ? I ' m sure it 's so , and they 're here ' now ' . Well , we 've "
+      "seen ' em , have n't we ? Indeed !";
+  ScriptedServer server("<|channel>thought\nHmm , they 're ' here ' .<channel|>" + reply);
+  json request = {{"model", "m"},
+                  {"messages", json::array({{{"role", "user"}, {"content", "Hi"}}})},
+                  {"reasoning", "on"}};
+  const auto r = post(server.port(), request);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json message = json::parse(r.body)["choices"][0]["message"];
+  const std::string content = message["content"];
+  EXPECT_NE(content, reply) << "the clean-up changed the text";
+  request["stream"] = true;
+  for (int i = 0; i < 3; ++i) {
+    std::string streamed_reasoning, streamed_content;
+    for (const json& chunk : chunks_of(post(server.port(), request).body)) {
+      if (chunk["choices"].empty()) continue;
+      const json& d = chunk["choices"][0]["delta"];
+      if (d.contains("reasoning_content")) streamed_reasoning += d["reasoning_content"];
+      if (d.contains("content")) streamed_content += d["content"];
+    }
+    EXPECT_EQ(streamed_content, content);
+    EXPECT_EQ(streamed_reasoning, message["reasoning_content"]);
+  }
+}
+
 TEST(ServeTools, ToolResultTurnIsRendered) {
   ScriptedServer server("It is sunny in Paris.");
   json request = tool_request(false);

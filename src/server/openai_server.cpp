@@ -47,6 +47,18 @@ size_t complete_utf8(std::string_view s) {
   return n;
 }
 
+// How much of a partial reply's text is final. The detokenizer's clean-up passes (llama.cpp's,
+// for BPE vocabularies) drop a space before ? ! . , and around an apostrophe depending on the
+// bytes after it, so more tokens may still change the end of a partial reply: a space in its
+// last 3 bytes may go, and a space dropped before an apostrophe may come back (" ' " -> "'",
+// then " '," with one byte more). The text before the first space or apostrophe among the last
+// 3 bytes is final (checked against the passes for every text of up to 7 bytes over the
+// characters they look at, cut anywhere). A stream cannot take back what it sent.
+size_t settled(std::string_view s) {
+  const size_t at = s.find_first_of(" '", s.size() > 3 ? s.size() - 3 : 0);
+  return at == std::string_view::npos ? s.size() : at;
+}
+
 std::string finish_reason(FinishReason reason, bool tool_calls) {
   switch (reason) {
     case FinishReason::kEndOfGeneration:
@@ -598,7 +610,7 @@ void OpenAiServer::completion(const HttpRequest& request, HttpResponder& respons
     if (full.size() <= sent.size() || full.compare(0, sent.size(), sent) != 0) return;
     size_t end = full.size();
     if (!final) {
-      end = end > hold_back ? end - hold_back : 0;
+      end = std::min(end > hold_back ? end - hold_back : 0, settled(full));
       end = complete_utf8(std::string_view(full).substr(0, end));
     }
     if (end <= sent.size()) return;
@@ -627,7 +639,8 @@ void OpenAiServer::completion(const HttpRequest& request, HttpResponder& respons
       const std::string args = call["function"].value("arguments", "");
       std::string& sent = sent_args[i];
       if (args.size() <= sent.size() || args.compare(0, sent.size(), sent) != 0) continue;
-      const size_t end = final ? args.size() : complete_utf8(args);
+      const size_t end =
+          final ? args.size() : complete_utf8(std::string_view(args).substr(0, settled(args)));
       if (end <= sent.size()) continue;
       json fragment = {{"index", i},
                        {"function", {{"arguments", args.substr(sent.size(), end - sent.size())}}}};
