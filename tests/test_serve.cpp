@@ -8,10 +8,13 @@
 #include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "support/json_schema_validator.h"
 #include "support/paths.h"
 #include "support/serve_support.h"
 
@@ -297,8 +300,14 @@ TEST_F(ServeTiny, BadRequestsNameTheField) {
   b["logprobs"] = "yes";
   expect_error(post(port(), "/v1/chat/completions", b), 400, "logprobs");
   b = chat_body("hi", 4);
-  b["response_format"] = {{"type", "json_object"}};
-  expect_error(post(port(), "/v1/chat/completions", b), 400, "response_format");
+  b["response_format"] = {{"type", "xml"}};
+  expect_error(post(port(), "/v1/chat/completions", b), 400, "response_format.type");
+  b = chat_body("hi", 4);
+  b["response_format"] = {{"type", "json_schema"}, {"json_schema", {{"schema", json::object()}}}};
+  expect_error(post(port(), "/v1/chat/completions", b), 400, "response_format.json_schema.name");
+  b["response_format"]["json_schema"]["name"] = "x";
+  b["response_format"]["json_schema"]["strict"] = "yes";
+  expect_error(post(port(), "/v1/chat/completions", b), 400, "response_format.json_schema.strict");
   b = chat_body("hi", 4);
   b["tools"] = json::array({{{"type", "function"}, {"function", {{"name", "bad name!"}}}}});
   expect_error(post(port(), "/v1/chat/completions", b), 400, "tools[0].function.name");
@@ -309,6 +318,270 @@ TEST_F(ServeTiny, BadRequestsNameTheField) {
   expect_error(overflow, 400, "messages");
   EXPECT_EQ(json::parse(overflow.body)["error"]["code"], "context_length_exceeded");
   expect_error(post(port(), "/v1/completions", json{{"model", "m"}, {"prompt", 3}}), 400, "prompt");
+}
+
+// ---- structured output --------------------------------------------------------------------
+
+// Bounded, so that the tiny model finishes every object within max_tokens at any temperature.
+const json kPersonSchema = {
+    {"type", "object"},
+    {"properties",
+     {{"name", {{"type", "string"}, {"minLength", 1}, {"maxLength", 12}}},
+      {"age", {{"type", "integer"}, {"minimum", 0}, {"maximum", 120}}},
+      {"mood", {{"enum", {"calm", "cross", "merry"}}}},
+      {"tags",
+       {{"type", "array"}, {"items", {{"type", "string"}, {"maxLength", 8}}}, {"maxItems", 3}}}}},
+    {"required", {"name", "age", "mood"}},
+    {"additionalProperties", false}};
+
+json schema_format(const json& schema) {
+  return {{"type", "json_schema"},
+          {"json_schema", {{"name", "person"}, {"schema", schema}, {"strict", true}}}};
+}
+
+// The independent validator's verdict ("" when `text` is JSON that fits `schema`).
+std::string schema_violation(const json& schema, const std::string& text) {
+  const auto value = nlohmann::ordered_json::parse(text, nullptr, false);
+  if (value.is_discarded()) return "not JSON: " + text;
+  std::string why;
+  if (!boltrt::test::validate_json(nlohmann::ordered_json::parse(schema.dump()), value, &why))
+    return why + " in " + text;
+  return "";
+}
+
+// A streamed chat reply put together as a client does: content, reasoning, tool calls by index
+// (arguments appended), the finish reason.
+struct Streamed {
+  std::string content, reasoning, finish;
+  json tool_calls = json::array();
+};
+Streamed streamed_reply(const HttpResponse& r) {
+  Streamed out;
+  for (const std::string& event : sse_events(r.body)) {
+    if (event == "[DONE]") continue;
+    const json chunk = json::parse(event);
+    if (chunk["choices"].empty()) continue;
+    const json& c = chunk["choices"][0];
+    if (!c["finish_reason"].is_null()) out.finish = c["finish_reason"];
+    const json& d = c["delta"];
+    if (d.contains("content") && d["content"].is_string()) out.content += d["content"];
+    if (d.contains("reasoning_content")) out.reasoning += d["reasoning_content"];
+    if (!d.contains("tool_calls")) continue;
+    for (const json& t : d["tool_calls"]) {
+      const size_t i = t["index"];
+      if (i >= out.tool_calls.size()) {
+        out.tool_calls.push_back(
+            {{"id", t["id"]},
+             {"type", t["type"]},
+             {"function", {{"name", t["function"]["name"]}, {"arguments", ""}}}});
+      }
+      out.tool_calls[i]["function"]["arguments"] =
+          out.tool_calls[i]["function"]["arguments"].get<std::string>() +
+          t["function"].value("arguments", "");
+    }
+  }
+  return out;
+}
+
+TEST_F(ServeTiny, JsonObjectOutputIsAnObject) {
+  json b = chat_body("Describe yourself as JSON.", 200);
+  b["response_format"] = {{"type", "json_object"}};
+  for (const char* reasoning : {"off", "on"}) {
+    b["reasoning"] = reasoning;
+    const HttpResponse r = post(port(), "/v1/chat/completions", b);
+    ASSERT_EQ(r.status, 200) << r.body;
+    const json choice = json::parse(r.body)["choices"][0];
+    EXPECT_EQ(choice["finish_reason"], "stop") << r.body;
+    const json value = json::parse(choice["message"]["content"].get<std::string>(), nullptr, false);
+    EXPECT_TRUE(value.is_object()) << r.body;
+  }
+  // Raw completions take it too (the prompt is the caller's; no thought). Unconstrained, the
+  // tiny model continues "{" with prose; constrained, its output is an object of its own.
+  const json completion = {{"model", "m"},
+                           {"prompt", "{"},
+                           {"temperature", 0},
+                           {"max_tokens", 100},
+                           {"response_format", {{"type", "json_object"}}}};
+  const HttpResponse c = post(port(), "/v1/completions", completion);
+  ASSERT_EQ(c.status, 200) << c.body;
+  const json choice = json::parse(c.body)["choices"][0];
+  EXPECT_EQ(choice["finish_reason"], "stop") << c.body;
+  EXPECT_TRUE(json::parse(choice["text"].get<std::string>(), nullptr, false).is_object()) << c.body;
+}
+
+TEST_F(ServeTiny, JsonSchemaOutputValidatesAtTemperatureOne) {
+  // Several seeds at temperature 1: every reply is complete and valid, checked by the
+  // independent validator (not by the grammar compiler that constrained it).
+  std::set<std::string> distinct;
+  for (uint32_t seed = 1; seed <= 6; ++seed) {
+    json b = chat_body("Who are you?", 200);
+    b["temperature"] = 1;
+    b["seed"] = seed;
+    b["response_format"] = schema_format(kPersonSchema);
+    const HttpResponse r = post(port(), "/v1/chat/completions", b);
+    ASSERT_EQ(r.status, 200) << r.body;
+    const json choice = json::parse(r.body)["choices"][0];
+    EXPECT_EQ(choice["finish_reason"], "stop") << "seed " << seed << ": " << r.body;
+    const std::string content = choice["message"]["content"];
+    EXPECT_EQ(schema_violation(kPersonSchema, content), "") << "seed " << seed;
+    distinct.insert(content);
+  }
+  EXPECT_GE(distinct.size(), 4u) << "temperature 1 samples different objects";
+  // The same on /v1/completions.
+  for (uint32_t seed = 1; seed <= 3; ++seed) {
+    const json b = {{"model", "m"},      {"prompt", "Mr. Darcy said:"},
+                    {"temperature", 1},  {"seed", seed},
+                    {"max_tokens", 200}, {"response_format", schema_format(kPersonSchema)}};
+    const HttpResponse r = post(port(), "/v1/completions", b);
+    ASSERT_EQ(r.status, 200) << r.body;
+    const json choice = json::parse(r.body)["choices"][0];
+    EXPECT_EQ(choice["finish_reason"], "stop") << r.body;
+    EXPECT_EQ(schema_violation(kPersonSchema, choice["text"]), "") << "seed " << seed;
+  }
+}
+
+TEST_F(ServeTiny, JsonSchemaStreamEqualsNonStreamAndTheThoughtStaysFree) {
+  for (const char* reasoning : {"off", "on"}) {
+    json b = chat_body("Who are you?", 300);
+    b["temperature"] = 1;
+    b["seed"] = 7;
+    b["reasoning"] = reasoning;
+    b["response_format"] = schema_format(kPersonSchema);
+    const HttpResponse plain = post(port(), "/v1/chat/completions", b);
+    ASSERT_EQ(plain.status, 200) << plain.body;
+    const json choice = json::parse(plain.body)["choices"][0];
+    const std::string content = choice["message"]["content"];
+    EXPECT_EQ(schema_violation(kPersonSchema, content), "") << reasoning;
+    const std::string reasoning_content = choice["message"].value("reasoning_content", "");
+    if (std::string(reasoning) == "on") {
+      // The thought is free text (it would not fit the schema), the object comes after it.
+      EXPECT_FALSE(reasoning_content.empty()) << plain.body;
+      EXPECT_TRUE(json::parse(reasoning_content, nullptr, false).is_discarded()) << plain.body;
+    } else {
+      EXPECT_EQ(reasoning_content, "");
+    }
+
+    b["stream"] = true;
+    const HttpResponse stream = post(port(), "/v1/chat/completions", b);
+    ASSERT_EQ(stream.status, 200);
+    const Streamed s = streamed_reply(stream);
+    EXPECT_EQ(s.content, content) << reasoning;
+    EXPECT_EQ(s.reasoning, reasoning_content) << reasoning;
+    EXPECT_EQ(s.finish, choice["finish_reason"]);
+  }
+}
+
+const json kTools =
+    json::array({{{"type", "function"},
+                  {"function",
+                   {{"name", "get_weather"},
+                    {"description", "Weather of a city"},
+                    {"parameters",
+                     {{"type", "object"},
+                      {"properties",
+                       {{"city", {{"type", "string"}, {"maxLength", 20}}},
+                        {"days", {{"type", "integer"}, {"minimum", 1}, {"maximum", 7}}}}},
+                      {"required", {"city"}}}}}}},
+                 {{"type", "function"},
+                  {"function",
+                   {{"name", "get_time"},
+                    {"description", "Time in a zone"},
+                    {"parameters",
+                     {{"type", "object"},
+                      {"properties", {{"zone", {{"enum", {"UTC", "CET", "EST"}}}}}},
+                      {"required", {"zone"}},
+                      {"additionalProperties", false}}}}}}});
+
+const json& parameters_of(const std::string& name) {
+  for (const json& t : kTools)
+    if (t["function"]["name"] == name) return t["function"]["parameters"];
+  throw std::runtime_error("no tool " + name);
+}
+
+TEST_F(ServeTiny, ForcedToolChoiceGivesValidCalls) {
+  struct Case {
+    json choice;
+    bool parallel;
+    const char* name;  // the function it must call ("" any)
+  };
+  const std::vector<Case> cases = {
+      {"required", false, ""},
+      {"required", true, ""},
+      {{{"type", "function"}, {"function", {{"name", "get_time"}}}}, true, "get_time"},
+      {{{"type", "function"}, {"function", {{"name", "get_weather"}}}}, false, "get_weather"}};
+  for (const Case& c : cases) {
+    for (const char* reasoning : {"off", "on"}) {
+      json b = chat_body("What is the weather in Paris?", 200);
+      b["tools"] = kTools;
+      b["tool_choice"] = c.choice;
+      b["parallel_tool_calls"] = c.parallel;
+      b["reasoning"] = reasoning;
+      const std::string what = c.choice.dump() + " reasoning " + reasoning;
+      const HttpResponse r = post(port(), "/v1/chat/completions", b);
+      ASSERT_EQ(r.status, 200) << r.body;
+      const json choice = json::parse(r.body)["choices"][0];
+      EXPECT_EQ(choice["finish_reason"], "tool_calls") << what << ": " << r.body;
+      const json& calls = choice["message"]["tool_calls"];
+      ASSERT_TRUE(calls.is_array()) << r.body;
+      ASSERT_GE(calls.size(), 1u) << r.body;
+      if (!c.parallel) {
+        EXPECT_EQ(calls.size(), 1u) << r.body;
+      }
+      for (const json& call : calls) {
+        const std::string name = call["function"]["name"];
+        if (*c.name) {
+          EXPECT_EQ(name, c.name) << what;
+        }
+        EXPECT_EQ(schema_violation(parameters_of(name), call["function"]["arguments"]), "") << what;
+      }
+      EXPECT_TRUE(choice["message"]["content"].is_null()) << r.body;
+
+      b["stream"] = true;
+      const Streamed s = streamed_reply(post(port(), "/v1/chat/completions", b));
+      EXPECT_EQ(s.finish, "tool_calls") << what;
+      ASSERT_EQ(s.tool_calls.size(), calls.size()) << what;
+      for (size_t i = 0; i < calls.size(); ++i) {
+        EXPECT_EQ(s.tool_calls[i]["function"]["name"], calls[i]["function"]["name"]);
+        EXPECT_EQ(s.tool_calls[i]["function"]["arguments"], calls[i]["function"]["arguments"]);
+      }
+      EXPECT_EQ(s.reasoning, choice["message"].value("reasoning_content", "")) << what;
+    }
+  }
+}
+
+TEST_F(ServeTiny, AnUnsupportedSchemaKeywordIs400NamingIt) {
+  json schema = kPersonSchema;
+  schema["properties"]["tags"]["uniqueItems"] = true;
+  json b = chat_body("hi", 4);
+  b["response_format"] = schema_format(schema);
+  HttpResponse r = post(port(), "/v1/chat/completions", b);
+  expect_error(r, 400, "response_format");
+  EXPECT_EQ(json::parse(r.body)["error"]["message"],
+            "json schema: /properties/tags/uniqueItems: unsupported keyword 'uniqueItems'");
+  const json completion = {{"model", "m"},
+                           {"prompt", "x"},
+                           {"response_format", schema_format(schema)},
+                           {"stream", true}};
+  r = post(port(), "/v1/completions", completion);
+  expect_error(r, 400, "response_format");  // before the stream starts
+  // In a tool's parameters: the message names the tool as well.
+  b = chat_body("hi", 4);
+  b["tools"] = kTools;
+  b["tools"][1]["function"]["parameters"]["properties"]["zone"]["not"] = {{"const", "UTC"}};
+  b["tool_choice"] = "required";
+  r = post(port(), "/v1/chat/completions", b);
+  expect_error(r, 400, "tools");
+  EXPECT_EQ(json::parse(r.body)["error"]["message"],
+            "tools[1] (get_time): parameters: json schema: /properties/zone/not: unsupported "
+            "keyword 'not'");
+  // A forcing tool_choice and a JSON response_format contradict each other.
+  b = chat_body("hi", 4);
+  b["tools"] = kTools;
+  b["tool_choice"] = "required";
+  b["response_format"] = {{"type", "json_object"}};
+  expect_error(post(port(), "/v1/chat/completions", b), 400, "tool_choice");
+  // The server goes on answering.
+  EXPECT_EQ(post(port(), "/v1/chat/completions", chat_body("hi", 4)).status, 200);
 }
 
 TEST_F(ServeTiny, ControlTokenTextInMessagesIsText) {
@@ -436,6 +709,50 @@ TEST(Serve, DraftGivesTheSameGreedyAnswer) {
   ASSERT_EQ(b.status, 200) << b.body;
   EXPECT_EQ(json::parse(b.body)["choices"][0]["message"]["content"],
             json::parse(a.body)["choices"][0]["message"]["content"]);
+  // Under a constraint too: the grammar cuts drafts at their first illegal token, and the
+  // greedy answer stays the one of plain decoding (content, thought and tool calls alike).
+  std::vector<json> constrained;
+  for (const char* reasoning : {"off", "on"}) {
+    json with_schema = chat_body("Who are you?", 200);
+    with_schema["reasoning"] = reasoning;
+    with_schema["response_format"] = schema_format(kPersonSchema);
+    constrained.push_back(with_schema);
+    json with_tools = chat_body("What is the weather in Paris?", 200);
+    with_tools["reasoning"] = reasoning;
+    with_tools["tools"] = kTools;
+    with_tools["tool_choice"] = "required";
+    constrained.push_back(with_tools);
+  }
+  json completion = {{"model", "m"},
+                     {"prompt", "Mr. Darcy said:"},
+                     {"temperature", 0},
+                     {"max_tokens", 120},
+                     {"response_format", schema_format(kPersonSchema)}};
+  for (const json& q : constrained) {
+    const HttpResponse x = post(plain.port(), "/v1/chat/completions", q);
+    const HttpResponse y = post(drafted.port(), "/v1/chat/completions", q);
+    ASSERT_EQ(x.status, 200) << x.body;
+    ASSERT_EQ(y.status, 200) << y.body;
+    const json cx = json::parse(x.body)["choices"][0], cy = json::parse(y.body)["choices"][0];
+    EXPECT_EQ(cy["message"]["content"], cx["message"]["content"]) << q.dump();
+    EXPECT_EQ(cy["message"].value("reasoning_content", ""),
+              cx["message"].value("reasoning_content", ""))
+        << q.dump();
+    auto calls = [](json message) {  // ids are per server
+      json out = message.value("tool_calls", json::array());
+      for (json& call : out) call.erase("id");
+      return out;
+    };
+    EXPECT_EQ(calls(cy["message"]), calls(cx["message"])) << q.dump();
+    EXPECT_EQ(cy["finish_reason"], cx["finish_reason"]) << q.dump();
+    EXPECT_TRUE(cx["finish_reason"] == "stop" || cx["finish_reason"] == "tool_calls") << x.body;
+  }
+  const HttpResponse x = post(plain.port(), "/v1/completions", completion);
+  const HttpResponse y = post(drafted.port(), "/v1/completions", completion);
+  ASSERT_EQ(x.status, 200) << x.body;
+  ASSERT_EQ(y.status, 200) << y.body;
+  EXPECT_EQ(json::parse(y.body)["choices"][0]["text"], json::parse(x.body)["choices"][0]["text"]);
+  EXPECT_EQ(schema_violation(kPersonSchema, json::parse(x.body)["choices"][0]["text"]), "");
   EXPECT_EQ(plain.terminate(), 0);
   EXPECT_EQ(drafted.terminate(), 0);
 }

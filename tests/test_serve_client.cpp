@@ -1,7 +1,8 @@
 // The official `openai` npm client (tests/serve_client, version pinned in its package.json)
 // driving `boltrt serve` on the tiny model: models, chat streamed and not (equal text), the
-// stream helper, multi-turn prefix caching, completions, errors, an aborted stream, and 16
-// concurrent greedy streams equal to sequential runs. Skips only when node or npm is missing;
+// stream helper, multi-turn prefix caching, completions, a json_schema response_format that
+// chat.completions.parse parses, errors, an aborted stream, and 16 concurrent greedy streams
+// equal to sequential runs. Skips only when node or npm is missing;
 // installs the package (npm install, what tools/fetch-test-data.sh does) when it is absent.
 #include <gtest/gtest.h>
 

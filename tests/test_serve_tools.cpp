@@ -22,6 +22,7 @@
 #include "server/scheduler.h"
 #include "support/paths.h"
 #include "support/serve_support.h"
+#include "text/tool_grammar.h"
 
 namespace {
 
@@ -72,6 +73,13 @@ class ScriptedEngine : public boltrt::batch::BatchEngine {
   std::unique_ptr<boltrt::ReasoningController> controller(
       const boltrt::ReasoningConfig& config) const override {
     return boltrt::make_reasoning_controller(*backend_, config);
+  }
+  std::optional<boltrt::ReasoningMarkers> reasoning_markers() const override {
+    return backend_->reasoning_markers();
+  }
+  std::string tool_call_grammar(const json& tools,
+                                const boltrt::text::ToolChoice& choice) const override {
+    return backend_->tool_call_grammar(tools, choice);
   }
   int64_t split_output(const boltrt::batch::BatchRequest& r, const boltrt::PreparedPrompt& prompt,
                        const boltrt::GenerationResult& result, const boltrt::ReasoningController*,
@@ -242,17 +250,87 @@ TEST(ServeTools, ParallelToolCallsFalseKeepsOne) {
   EXPECT_EQ(json::parse(r.body)["choices"][0]["message"]["tool_calls"].size(), 1u);
 }
 
-TEST(ServeTools, ToolChoiceNoneAndRequired) {
+TEST(ServeTools, ToolChoiceNone) {
   ScriptedServer server("Sunny.");
   json request = tool_request(false);
   request["tool_choice"] = "none";
   const auto r = post(server.port(), request);
   ASSERT_EQ(r.status, 200);
   EXPECT_EQ(json::parse(r.body)["choices"][0]["message"]["content"], "Sunny.");
+}
+
+TEST(ServeTools, ForcedToolChoiceLetsALegalCallThroughAfterTheThought) {
+  // The model thinks, then writes a call the tool-call grammar allows: the constraint starts
+  // after the thought and changes nothing in it.
+  ScriptedServer server("<|channel>thought\nThe user wants weather.<channel|>" + kCall);
+  for (const json& choice :
+       {json("required"), json({{"type", "function"}, {"function", {{"name", "get_weather"}}}})}) {
+    json request = tool_request(false);
+    request["tool_choice"] = choice;
+    request["reasoning"] = "on";
+    const auto r = post(server.port(), request);
+    ASSERT_EQ(r.status, 200) << r.body;
+    const json body = json::parse(r.body);
+    const json& c = body["choices"][0];
+    EXPECT_EQ(c["finish_reason"], "tool_calls") << choice.dump();
+    EXPECT_EQ(c["message"]["reasoning_content"], "The user wants weather.");
+    ASSERT_EQ(c["message"]["tool_calls"].size(), 1u);
+    EXPECT_EQ(c["message"]["tool_calls"][0]["function"]["name"], "get_weather");
+    EXPECT_EQ(
+        json::parse(c["message"]["tool_calls"][0]["function"]["arguments"].get<std::string>()),
+        json({{"city", "Paris, France"}, {"days", 3}}));
+  }
+}
+
+TEST(ServeTools, ForcedToolChoiceErrorsNameTheField) {
+  ScriptedServer server("Sunny.");
+  json request = tool_request(false);
   request["tool_choice"] = "required";
-  const auto required = post(server.port(), request);
-  EXPECT_EQ(required.status, 400);
-  EXPECT_EQ(json::parse(required.body)["error"]["param"], "tool_choice");
+  request["response_format"] = {{"type", "json_object"}};
+  auto r = post(server.port(), request);
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(json::parse(r.body)["error"]["param"], "tool_choice");
+  // A parameters schema the grammar engine cannot compile: 400 naming the keyword and the tool.
+  request.erase("response_format");
+  request["tools"][0]["function"]["parameters"]["properties"]["days"]["multipleOf"] = 2;
+  r = post(server.port(), request);
+  EXPECT_EQ(r.status, 400) << r.body;
+  const json error = json::parse(r.body)["error"];
+  EXPECT_EQ(error["param"], "tools");
+  const std::string message = error["message"];
+  EXPECT_NE(message.find("unsupported keyword 'multipleOf'"), std::string::npos) << message;
+  EXPECT_NE(message.find("get_weather"), std::string::npos) << message;
+}
+
+TEST(ServeTools, StreamedTextEqualsTheReplyWhereTheDetokenizerDropsSpaces) {
+  // The detokenizer's clean-up drops a space before , . ? ! and around an apostrophe, depending
+  // on the bytes after it, so a partial reply may end in a space that the whole reply does not
+  // have (or lack one it has). The stream must not send such a tail early: whatever it sent
+  // could not be taken back, and the rest of the reply would be lost.
+  const std::string reply =
+      "Yes , no . Maybe ? I ' m sure it 's so , and they 're here ' now ' . Well , we 've "
+      "seen ' em , have n't we ? Indeed !";
+  ScriptedServer server("<|channel>thought\nHmm , they 're ' here ' .<channel|>" + reply);
+  json request = {{"model", "m"},
+                  {"messages", json::array({{{"role", "user"}, {"content", "Hi"}}})},
+                  {"reasoning", "on"}};
+  const auto r = post(server.port(), request);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json message = json::parse(r.body)["choices"][0]["message"];
+  const std::string content = message["content"];
+  EXPECT_NE(content, reply) << "the clean-up changed the text";
+  request["stream"] = true;
+  for (int i = 0; i < 3; ++i) {
+    std::string streamed_reasoning, streamed_content;
+    for (const json& chunk : chunks_of(post(server.port(), request).body)) {
+      if (chunk["choices"].empty()) continue;
+      const json& d = chunk["choices"][0]["delta"];
+      if (d.contains("reasoning_content")) streamed_reasoning += d["reasoning_content"];
+      if (d.contains("content")) streamed_content += d["content"];
+    }
+    EXPECT_EQ(streamed_content, content);
+    EXPECT_EQ(streamed_reasoning, message["reasoning_content"]);
+  }
 }
 
 TEST(ServeTools, ToolResultTurnIsRendered) {
@@ -347,6 +425,23 @@ TEST(ServeTools, LogprobsAreTheModelsLogSoftmax) {
       stream_text += t["token"].get<std::string>();
   }
   EXPECT_EQ(stream_text, "Yes, indeed.");
+
+  // Under a response_format the chain is recorder -> grammar -> reasoning controller: the
+  // thought is still told from the content, and the logprobs are still the model's own.
+  ScriptedServer constrained("<|channel>thought\nHmm.<channel|>{\"a\": [1, true]}");
+  json with_format = request;
+  with_format["response_format"] = {{"type", "json_object"}};
+  const auto f = post(constrained.port(), with_format);
+  ASSERT_EQ(f.status, 200) << f.body;
+  const json fc = json::parse(f.body)["choices"][0];
+  EXPECT_EQ(fc["message"]["content"], "{\"a\": [1, true]}");
+  EXPECT_EQ(fc["message"]["reasoning_content"], "Hmm.");
+  std::string format_text;
+  for (const json& t : fc["logprobs"]["content"]) {
+    format_text += t["token"].get<std::string>();
+    EXPECT_NEAR(t["logprob"].get<double>(), 10.0 - z, 1e-4);
+  }
+  EXPECT_EQ(format_text, "{\"a\": [1, true]}");
 
   json bad = request;
   bad.erase("logprobs");

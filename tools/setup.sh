@@ -8,7 +8,8 @@ PKGS=(build-essential pkg-config libclang-rt-14-dev libgtest-dev libgmock-dev go
       libboost-context-dev)
 # Tools: checked by command, since they may come from elsewhere (e.g. Node.js with its own npm).
 declare -A TOOLS=([cmake]=cmake [ninja]=ninja-build [ccache]=ccache [clang++]=clang
-                  [python3]=python3 [git]=git [node]=nodejs [npm]=npm [script]=bsdutils)
+                  [python3]=python3 [git]=git [node]=nodejs [npm]=npm [script]=bsdutils
+                  [chromium]=chromium)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

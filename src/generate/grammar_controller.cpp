@@ -178,7 +178,14 @@ std::unique_ptr<GrammarController> make_grammar_controller(
     const OutputConstraint& constraint, const GenerationVocab& vocab, int64_t n_vocab,
     std::optional<ReasoningMarkers> markers, bool thinking_allowed, TokenController* inner) {
   if (!constraint.active()) return nullptr;
-  auto compiled = compile_constraint(constraint);
+  return make_grammar_controller(compile_constraint(constraint), vocab, n_vocab, std::move(markers),
+                                 thinking_allowed, inner);
+}
+
+std::unique_ptr<GrammarController> make_grammar_controller(
+    std::shared_ptr<const grammar::Grammar> compiled, const GenerationVocab& vocab, int64_t n_vocab,
+    std::optional<ReasoningMarkers> markers, bool thinking_allowed, TokenController* inner) {
+  if (compiled == nullptr) return nullptr;
   auto engine = grammar::engine_for(std::move(compiled), grammar_vocabulary(vocab, n_vocab));
   return std::make_unique<GrammarController>(std::move(engine), vocab.end_of_generation,
                                              std::move(markers), thinking_allowed, inner);

@@ -103,5 +103,10 @@ class GrammarController : public TokenController {
 std::unique_ptr<GrammarController> make_grammar_controller(
     const OutputConstraint& constraint, const GenerationVocab& vocab, int64_t n_vocab,
     std::optional<ReasoningMarkers> markers, bool thinking_allowed, TokenController* inner);
+// The same for a grammar compiled beforehand (compile_constraint, e.g. while validating a
+// request); the engine comes from the process-wide cache (grammar::engine_for).
+std::unique_ptr<GrammarController> make_grammar_controller(
+    std::shared_ptr<const grammar::Grammar> compiled, const GenerationVocab& vocab, int64_t n_vocab,
+    std::optional<ReasoningMarkers> markers, bool thinking_allowed, TokenController* inner);
 
 }  // namespace boltrt

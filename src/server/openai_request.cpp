@@ -343,6 +343,33 @@ void parse_common(const json& o, ServeRequest& r) {
     r.reasoning_block_budget =
         integer(*v, "reasoning_block_budget", -1, std::numeric_limits<int32_t>::max());
 
+  if (const json* v = field(o, "response_format")) {
+    if (!v->is_object()) bad("response_format", "'response_format' must be an object");
+    const json* type = field(*v, "type");
+    if (type == nullptr) bad("response_format.type", "'response_format.type' is required");
+    const std::string& t = string(*type, "response_format.type");
+    if (t == "json_schema") {
+      const json* schema = field(*v, "json_schema");
+      if (schema == nullptr || !schema->is_object())
+        bad("response_format.json_schema", "'response_format.json_schema' must be an object");
+      const json* name = field(*schema, "name");
+      if (name == nullptr || !name->is_string() || !valid_function_name(name->get<std::string>()))
+        bad("response_format.json_schema.name",
+            "'response_format.json_schema.name' must be 1-64 characters of a-z, A-Z, 0-9, _ and -");
+      if (const json* s = field(*schema, "schema"); s && !s->is_object() && !s->is_boolean())
+        bad("response_format.json_schema.schema",
+            "'response_format.json_schema.schema' must be an object");
+      if (const json* d = field(*schema, "description"))
+        string(*d, "response_format.json_schema.description");
+      if (const json* strict = field(*schema, "strict"))
+        boolean(*strict, "response_format.json_schema.strict");
+    } else if (t != "text" && t != "json_object") {
+      bad("response_format.type",
+          "'response_format.type' must be text, json_object or json_schema");
+    }
+    r.response_format = *v;
+  }
+
   for (const char* name : {"prediction", "audio"}) {
     if (field(o, name)) unsupported(name, fmt::format("'{}' is not supported", name));
   }
@@ -431,28 +458,6 @@ ServeRequest parse_chat_request(std::string_view body) {
   }
   if (const json* v = field(o, "parallel_tool_calls"))
     r.parallel_tool_calls = boolean(*v, "parallel_tool_calls");
-  if (const json* v = field(o, "response_format")) {
-    if (!v->is_object()) bad("response_format", "'response_format' must be an object");
-    const json* type = field(*v, "type");
-    if (type == nullptr) bad("response_format.type", "'response_format.type' is required");
-    const std::string& t = string(*type, "response_format.type");
-    if (t == "json_schema") {
-      const json* schema = field(*v, "json_schema");
-      if (schema == nullptr || !schema->is_object())
-        bad("response_format.json_schema", "'response_format.json_schema' must be an object");
-      const json* name = field(*schema, "name");
-      if (name == nullptr || !name->is_string() || !valid_function_name(name->get<std::string>()))
-        bad("response_format.json_schema.name",
-            "'response_format.json_schema.name' must be 1-64 characters of a-z, A-Z, 0-9, _ and -");
-      if (const json* s = field(*schema, "schema"); s && !s->is_object() && !s->is_boolean())
-        bad("response_format.json_schema.schema",
-            "'response_format.json_schema.schema' must be an object");
-    } else if (t != "text" && t != "json_object") {
-      bad("response_format.type",
-          "'response_format.type' must be text, json_object or json_schema");
-    }
-    r.response_format = *v;
-  }
   const json* logprobs = field(o, "logprobs");
   const bool want_logprobs = logprobs && boolean(*logprobs, "logprobs");
   if (const json* v = field(o, "top_logprobs")) {

@@ -1,11 +1,12 @@
 // The OpenAI request bodies `boltrt serve` accepts, validated into one ServeRequest.
 //
 // Chat (POST /v1/chat/completions) and legacy completions (POST /v1/completions) share the
-// sampling fields. Every malformed body or mistyped field is an ApiError (HTTP 400, an OpenAI
-// error object whose `param` names the field), raised before anything is queued or streamed.
-// Fields the engine cannot honour yet (n > 1, logit_bias, constrained output) are 400
+// sampling fields and `response_format`. Every malformed body or mistyped field is an ApiError
+// (HTTP 400, an OpenAI error object whose `param` names the field), raised before anything is
+// queued or streamed. Fields the engine cannot honour yet (n > 1, logit_bias) are 400
 // "not supported yet" naming the field; fields of hosted services (store, metadata, user, ...)
-// are accepted and ignored, as other local servers do.
+// are accepted and ignored, as other local servers do. The schema of a `response_format` and
+// the tools' parameters are compiled by the server (an unsupported keyword is a 400 there).
 //
 // Reasoning: `reasoning_effort` none -> thinking off; minimal / low / medium / high -> thinking
 // on with a budget of 256 / 1024 / 4096 / 16384 tokens; xhigh / max -> on, unlimited.
@@ -51,7 +52,7 @@ struct ServeRequest {
   ToolChoice tool_choice = ToolChoice::kAuto;
   std::string tool_choice_name;  // kFunction
   bool parallel_tool_calls = true;
-  nlohmann::ordered_json response_format;  // null or {"type": "text" | ...}
+  nlohmann::ordered_json response_format;  // null or {"type": "text" | ...} (both endpoints)
   std::string prompt;                      // completions
   bool echo = false;                       // completions: prepend the prompt
 

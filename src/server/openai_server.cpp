@@ -11,6 +11,7 @@
 #include "batch/request.h"
 #include "server/chat_page.h"
 #include "server/openai_request.h"
+#include "text/tool_grammar.h"
 #include "util/error.h"
 
 namespace boltrt::server {
@@ -44,6 +45,18 @@ size_t complete_utf8(std::string_view s) {
     return back < len ? n - back : n;
   }
   return n;
+}
+
+// How much of a partial reply's text is final. The detokenizer's clean-up passes (llama.cpp's,
+// for BPE vocabularies) drop a space before ? ! . , and around an apostrophe depending on the
+// bytes after it, so more tokens may still change the end of a partial reply: a space in its
+// last 3 bytes may go, and a space dropped before an apostrophe may come back (" ' " -> "'",
+// then " '," with one byte more). The text before the first space or apostrophe among the last
+// 3 bytes is final (checked against the passes for every text of up to 7 bytes over the
+// characters they look at, cut anywhere). A stream cannot take back what it sent.
+size_t settled(std::string_view s) {
+  const size_t at = s.find_first_of(" '", s.size() > 3 ? s.size() - 3 : 0);
+  return at == std::string_view::npos ? s.size() : at;
 }
 
 std::string finish_reason(FinishReason reason, bool tool_calls) {
@@ -269,23 +282,64 @@ void OpenAiServer::handle(const HttpRequest& request, HttpResponder& response) {
   }
 }
 
+void OpenAiServer::set_constraint(const ServeRequest& r, Job& job) const {
+  // Structured output: `response_format`, or the format's tool-call envelope for a forcing
+  // `tool_choice` (each function's arguments constrained by its parameters schema). Compiled
+  // here, through the process-wide grammar cache, so that a schema the engine cannot compile is
+  // a 400 before anything is queued; the slot builds its controller from the compiled grammar
+  // (its token masks come from the engine cache too).
+  OutputConstraint constraint;
+  std::string param = "response_format";
+  if (r.response_format.is_object()) {
+    const std::string& type = r.response_format["type"].get_ref<const std::string&>();
+    if (type == "json_object") {
+      constraint = OutputConstraint::json_object();
+    } else if (type == "json_schema") {
+      // Without a schema (it is optional in OpenAI's shape) any JSON value fits.
+      const json& spec = r.response_format["json_schema"];
+      const auto schema = spec.find("schema");
+      constraint = OutputConstraint::json_schema(
+          schema == spec.end() || schema->is_null() ? std::string("{}") : schema->dump());
+    }
+  }
+  if (r.chat &&
+      (r.tool_choice == ToolChoice::kRequired || r.tool_choice == ToolChoice::kFunction)) {
+    if (constraint.active())
+      throw ApiError(400,
+                     "a 'tool_choice' that forces a call cannot be combined with a JSON "
+                     "'response_format'",
+                     "tool_choice");
+    text::ToolChoice choice;
+    choice.kind = r.tool_choice == ToolChoice::kRequired ? text::ToolChoice::Kind::kRequired
+                                                         : text::ToolChoice::Kind::kFunction;
+    choice.function = r.tool_choice_name;
+    choice.parallel = r.parallel_tool_calls;
+    std::string gbnf;
+    try {
+      gbnf = scheduler_.engine().tool_call_grammar(r.tools, choice);
+    } catch (const Error& e) {
+      throw ApiError(400, e.what(), "tools");
+    }
+    if (gbnf.empty())
+      throw ApiError(400, "'tool_choice' needs a chat format with tool calls; this model has none",
+                     "tool_choice", "unsupported_parameter");
+    constraint = OutputConstraint::grammar(std::move(gbnf));
+    param = "tools";
+  }
+  if (!constraint.active()) return;
+  try {
+    job.grammar = compile_constraint(constraint);
+  } catch (const Error& e) {
+    throw ApiError(400, e.what(), param);
+  }
+  // In a chat the model may think first (when thinking is on); the constraint starts after.
+  job.grammar_after_thought = r.chat && job.reasoning.enable_thinking();
+}
+
 void OpenAiServer::completion(const HttpRequest& request, HttpResponder& response, bool chat) {
   const ServeRequest r =
       chat ? parse_chat_request(request.body) : parse_completion_request(request.body);
   batch::BatchEngine& engine = scheduler_.engine();
-
-  if (chat) {
-    if (r.tool_choice == ToolChoice::kRequired || r.tool_choice == ToolChoice::kFunction)
-      throw ApiError(400,
-                     "'tool_choice' required or a named function needs constrained decoding, "
-                     "which this server does not have yet; use \"auto\"",
-                     "tool_choice", "unsupported_parameter");
-    if (r.response_format.is_object() && r.response_format["type"] != "text")
-      throw ApiError(400,
-                     "'response_format' json_object / json_schema needs constrained "
-                     "decoding, which this server does not have yet",
-                     "response_format", "unsupported_parameter");
-  }
 
   batch::BatchRequest br;
   if (chat) {
@@ -326,6 +380,8 @@ void OpenAiServer::completion(const HttpRequest& request, HttpResponder& respons
   } catch (const Error& e) {
     throw ApiError(400, e.what());
   }
+
+  set_constraint(r, *job);
 
   PreparedPrompt prompt;
   try {
@@ -554,7 +610,7 @@ void OpenAiServer::completion(const HttpRequest& request, HttpResponder& respons
     if (full.size() <= sent.size() || full.compare(0, sent.size(), sent) != 0) return;
     size_t end = full.size();
     if (!final) {
-      end = end > hold_back ? end - hold_back : 0;
+      end = std::min(end > hold_back ? end - hold_back : 0, settled(full));
       end = complete_utf8(std::string_view(full).substr(0, end));
     }
     if (end <= sent.size()) return;
@@ -583,7 +639,8 @@ void OpenAiServer::completion(const HttpRequest& request, HttpResponder& respons
       const std::string args = call["function"].value("arguments", "");
       std::string& sent = sent_args[i];
       if (args.size() <= sent.size() || args.compare(0, sent.size(), sent) != 0) continue;
-      const size_t end = final ? args.size() : complete_utf8(args);
+      const size_t end =
+          final ? args.size() : complete_utf8(std::string_view(args).substr(0, settled(args)));
       if (end <= sent.size()) continue;
       json fragment = {{"index", i},
                        {"function", {{"arguments", args.substr(sent.size(), end - sent.size())}}}};

@@ -20,6 +20,7 @@
 #include "generate/reasoning.h"
 #include "generate/sampler.h"
 #include "server/http.h"
+#include "server/openai_request.h"
 #include "server/scheduler.h"
 
 namespace boltrt::server {
@@ -44,6 +45,9 @@ class OpenAiServer {
  private:
   bool authorized(const HttpRequest& request) const;
   void completion(const HttpRequest& request, HttpResponder& response, bool chat);
+  // job.grammar from the request's response_format or forcing tool_choice; ApiError (400)
+  // naming the field when it cannot be compiled.
+  void set_constraint(const ServeRequest& r, Job& job) const;
   std::string metrics() const;
 
   Scheduler& scheduler_;

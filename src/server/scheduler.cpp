@@ -32,14 +32,16 @@ const std::vector<double> kTokenBounds = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.0
 
 }  // namespace
 
-// A TokenController around the request's own (reasoning) controller, or none, that records
-// the raw distribution of every committed token. Only for plain decoding: the speculative loop
-// walks drafted tokens through clones, whose records go nowhere.
+// A TokenController around the request's own controllers (grammar, reasoning), or none, that
+// records the raw distribution of every committed token (before any mask). `reasoning` (may be
+// null), the reasoning controller somewhere in that chain, tells thought tokens from content.
+// Only for plain decoding: the speculative loop walks drafted tokens through clones, whose
+// records go nowhere.
 class LogprobRecorder : public TokenController {
  public:
   using Sink = std::function<void(TokenLogprob)>;
-  LogprobRecorder(TokenController* inner, int top, Sink sink)
-      : inner_(inner), top_(top), sink_(std::move(sink)) {}
+  LogprobRecorder(TokenController* inner, const ReasoningController* reasoning, int top, Sink sink)
+      : inner_(inner), reasoning_(reasoning), top_(top), sink_(std::move(sink)) {}
   void set_context_size(int64_t n_ctx) override {
     if (inner_) inner_->set_context_size(n_ctx);
   }
@@ -51,10 +53,10 @@ class LogprobRecorder : public TokenController {
     return inner_ ? inner_->before_sample(logits) : -1;
   }
   void on_commit(int32_t token, bool forced) override {
-    const auto* reasoning = dynamic_cast<const ReasoningController*>(inner_);
     auto answering = [&] {
-      return reasoning == nullptr || reasoning->state() == ReasoningController::State::kAnswering ||
-             reasoning->state() == ReasoningController::State::kOff;
+      return reasoning_ == nullptr ||
+             reasoning_->state() == ReasoningController::State::kAnswering ||
+             reasoning_->state() == ReasoningController::State::kOff;
     };
     TokenLogprob entry;
     entry.token = token;
@@ -73,7 +75,7 @@ class LogprobRecorder : public TokenController {
   std::unique_ptr<TokenController> clone() const override {
     // Clones exist only under speculative decoding, which the server does not combine with
     // logprobs; a clone records nothing.
-    auto copy = std::make_unique<LogprobRecorder>(nullptr, top_, nullptr);
+    auto copy = std::make_unique<LogprobRecorder>(nullptr, nullptr, top_, nullptr);
     if (inner_) {
       copy->owned_ = inner_->clone();
       copy->inner_ = copy->owned_.get();
@@ -106,6 +108,7 @@ class LogprobRecorder : public TokenController {
   }
 
   TokenController* inner_;
+  const ReasoningController* reasoning_;
   int top_;
   Sink sink_;
   std::vector<float> log_softmax_;
@@ -356,14 +359,22 @@ void Scheduler::run_job(Slot& slot, Job& job) {
     ReasoningConfig reasoning = job.reasoning;
     reasoning.max_tokens = gen.max_tokens;
     reasoning.validate();
+    // The chain: [logprob recorder ->] [grammar ->] reasoning controller.
     std::unique_ptr<ReasoningController> controller;
     if (job.use_controller) controller = engine_.controller(reasoning);
     gen.controller = controller.get();
+    std::unique_ptr<GrammarController> grammar;
+    if (job.grammar) {
+      grammar = make_grammar_controller(job.grammar, engine_.vocab(), slot.model->n_vocab(),
+                                        engine_.reasoning_markers(), job.grammar_after_thought,
+                                        controller.get());
+      gen.controller = grammar.get();
+    }
     std::unique_ptr<LogprobRecorder> recorder;
     if (job.top_logprobs >= 0) {
       if (slot.drafter) throw Error("logprobs are not recorded under speculative decoding");
-      recorder = std::make_unique<LogprobRecorder>(controller.get(), job.top_logprobs,
-                                                   [&job](TokenLogprob entry) {
+      recorder = std::make_unique<LogprobRecorder>(gen.controller, controller.get(),
+                                                   job.top_logprobs, [&job](TokenLogprob entry) {
                                                      std::lock_guard lock(job.mutex);
                                                      job.logprobs.push_back(std::move(entry));
                                                    });

@@ -33,6 +33,7 @@
 
 #include "batch/engine.h"
 #include "generate/generator.h"
+#include "generate/grammar_controller.h"
 #include "generate/reasoning.h"
 #include "generate/sampler.h"
 
@@ -57,6 +58,11 @@ struct Job {
   ReasoningConfig reasoning;  // max_tokens filled in by the worker
   bool use_controller = true;
   int top_logprobs = -1;  // >= 0: record TokenLogprob per token with that many alternatives
+  // Structured output (response_format, a forcing tool_choice): the compiled grammar every
+  // token is masked to (null: none), chained around the reasoning controller, so the thought
+  // stays free and the constraint starts after it when `grammar_after_thought`.
+  std::shared_ptr<const grammar::Grammar> grammar;
+  bool grammar_after_thought = false;
 
   // ---- set by the connection thread at any time
   std::atomic<bool> cancel{false};

@@ -92,6 +92,28 @@ await check('completions.create, streamed and not', async () => {
   assert.equal(text, r.choices[0].text);
 });
 
+await check('chat.completions.parse with a json_schema response_format', async () => {
+  const schema = {
+    type: 'object',
+    properties: { name: { type: 'string', maxLength: 12 },
+                  age: { type: 'integer', minimum: 0, maximum: 120 } },
+    required: ['name', 'age'],
+    additionalProperties: false,
+  };
+  const r = await client.chat.completions.parse({
+    ...greedy, max_tokens: 100, messages: [{ role: 'user', content: 'Who are you?' }],
+    response_format: { type: 'json_schema', json_schema: { name: 'person', schema, strict: true } },
+  });
+  const message = r.choices[0].message;
+  assert.equal(r.choices[0].finish_reason, 'stop');
+  assert.deepEqual(message.parsed, JSON.parse(message.content));
+  assert.deepEqual(Object.keys(message.parsed).sort(), ['age', 'name']);
+  assert.ok(Number.isInteger(message.parsed.age), message.content);
+  assert.ok(message.parsed.age >= 0 && message.parsed.age <= 120, message.content);
+  assert.equal(typeof message.parsed.name, 'string');
+  assert.ok([...message.parsed.name].length <= 12, message.content);
+});
+
 await check('a bad field is a BadRequestError naming it', async () => {
   await assert.rejects(
     client.chat.completions.create({ ...greedy, messages, temperature: 'hot' }),
