@@ -100,7 +100,8 @@ inline uint32_t load_u32(const uint8_t* p) {
 
 // Float weights (activations are f32, already rounded for F16/BF16): 8 floats per step, kAcc
 // independent accumulators per activation row so that one row alone is not bound by the FMA
-// latency.
+// latency. kAcc is the same for every kNb: an activation row's arithmetic (and so its bits) does
+// not depend on how many rows are computed with it (batch invariance).
 struct F32Load {
   static __m256 weights(const uint8_t* p, int64_t i) {
     return _mm256_loadu_ps(reinterpret_cast<const float*>(p) + i);
@@ -129,7 +130,7 @@ struct BF16Load {
 
 template <typename Load, int kNb>
 void row_float(int64_t n, const uint8_t* w, const uint8_t* const* ar, float* out) {
-  constexpr int kAcc = kNb == 1 ? 4 : kNb == 2 ? 2 : 1;
+  constexpr int kAcc = 2;
   __m256 acc[kNb][kAcc];
   for (int b = 0; b < kNb; ++b) {
     for (int k = 0; k < kAcc; ++k) acc[b][k] = _mm256_setzero_ps();
