@@ -3,8 +3,8 @@
 // activation rows in the batch, the row range (matmul_rows) and the thread count. Random batch
 // compositions on awkward shapes (row counts that are not multiples of 16, block counts that are
 // not multiples of 4), exact equality.
-// Every weight type the CPU computes, at every x86 level (scalar, AVX2, AVX-512; skipped where
-// the CPU lacks one).
+// Every weight type the CPU computes, at every level (scalar, AVX2, AVX-512 on x86-64; scalar,
+// NEON, NEON with dotprod on aarch64; skipped where the CPU lacks one).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -109,7 +109,7 @@ std::vector<Case> all_cases() {
 #if defined(__x86_64__) || defined(_M_X64)
   const SimdLevel levels[] = {SimdLevel::Scalar, SimdLevel::Avx2, SimdLevel::Avx512};
 #elif defined(__aarch64__)
-  const SimdLevel levels[] = {SimdLevel::Scalar};
+  const SimdLevel levels[] = {SimdLevel::Scalar, SimdLevel::Neon, SimdLevel::NeonDot};
 #else
   const SimdLevel levels[] = {SimdLevel::Scalar};
 #endif

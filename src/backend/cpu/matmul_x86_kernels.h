@@ -130,7 +130,8 @@ struct BF16Load {
 
 template <typename Load, int kNb>
 void row_float(int64_t n, const uint8_t* w, const uint8_t* const* ar, float* out) {
-  constexpr int kAcc = 2;
+  // AVX-512 builds have 32 vector registers: 4 x 4 accumulators fit; AVX2's 16 hold 4 x 2.
+  constexpr int kAcc = BOLTRT_X86_VNNI ? 4 : 2;
   __m256 acc[kNb][kAcc];
   for (int b = 0; b < kNb; ++b) {
     for (int k = 0; k < kAcc; ++k) acc[b][k] = _mm256_setzero_ps();
