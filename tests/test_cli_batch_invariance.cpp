@@ -47,7 +47,8 @@ const char* kIds =
 
 class CliBatchInvariance : public ::testing::Test {
  protected:
-  // One synthetic tiny-preset model per weight type (llama-quantize mixes included).
+  // One synthetic tiny-preset model per weight type (llama-quantize mixes included), and a
+  // mixture-of-experts one.
   static void SetUpTestSuite() {
     dir_ = test::scratch_dir("cli_batch_invariance");
     for (const char* type :
@@ -61,6 +62,13 @@ class CliBatchInvariance : public ::testing::Test {
       }
       models_[type] = path;
     }
+    // mixture of experts: tokens grouped by expert, so an expert's matmul batch depends on the
+    // routing of the other tokens
+    const std::string moe = dir_ + "/tiny-moe-q4_k_m.gguf";
+    const Outcome r = test::run_command_split(
+        boltrt() + " synth --preset tiny-moe --type q4_k_m -o " + quote(moe));
+    if (r.status != 0) error_ += "tiny-moe: " + r.err;
+    models_["moe-q4_k_m"] = moe;
   }
   void SetUp() override { ASSERT_EQ(error_, "") << "cannot synthesize the test models"; }
 

@@ -67,9 +67,24 @@ struct RowAcc {
   __m128 m;  // Q4_K, Q6_K, Q4_0, Q5_0: lane 0 is the row's one float accumulator (finish_scalar)
 };
 
-inline int32_t hsum_epi32(__m128i v) {
+// The 16 int32 lanes of v reduced to 4 (exact: integers).
+inline __m128i sum_to_128(__m512i v) {
+  const __m256i h = _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+  return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+}
+
+// [sum(a), sum(a), sum(m), sum(m)] of 16 int32 lanes a and 4 int32 lanes m.
+inline __m128i sum_pair(__m512i a, __m128i m) {
+  const __m128i v = sum_to_128(a);
+  const __m128i c = _mm_add_epi32(_mm_unpacklo_epi64(v, m), _mm_unpackhi_epi64(v, m));
+  return _mm_add_epi32(c, _mm_shuffle_epi32(c, _MM_SHUFFLE(2, 3, 0, 1)));
+}
+
+// sum(a) of 16 int32 lanes in lane 0.
+inline __m128i sum_lane0(__m512i a) {
+  __m128i v = sum_to_128(a);
   v = _mm_add_epi32(v, _mm_unpackhi_epi64(v, v));
-  return _mm_cvtsi128_si32(_mm_add_epi32(v, _mm_shuffle_epi32(v, 1)));
+  return _mm_add_epi32(v, _mm_shuffle_epi32(v, 1));
 }
 
 // Q4_K, Q6_K, Q4_0 and Q5_0 rows keep one float (lane 0 of RowAcc::m): the lane kernel's
@@ -181,12 +196,11 @@ void q4k_rows(const uint8_t* row, const Q4KAct* const* y, int64_t i0, int64_t i1
       const __m128 dd = _mm_mul_ps(wd, _mm_set1_ps(ya.d));  // [d, dmin] * dy
       const __m128i mins =
           _mm_madd_epi16(m16, _mm_load_si128(reinterpret_cast<const __m128i*>(ya.bsum32)));
-      // the lane kernel's float sequence (matmul_avx512.cpp q45k_compute) on exact int32 sums
-      const int32_t isum = _mm512_reduce_add_epi32(_mm512_add_epi32(s0, s1));
-      const int32_t msum = hsum_epi32(mins);
-      acc[b] = _mm_fmadd_ss(_mm_cvtsi32_ss(_mm_setzero_ps(), isum), dd, acc[b]);
-      acc[b] =
-          _mm_fnmadd_ss(_mm_cvtsi32_ss(_mm_setzero_ps(), msum), _mm_permute_ps(dd, 0x55), acc[b]);
+      // the lane kernel's float sequence (matmul_avx512.cpp q45k_compute) on the exact int32
+      // sums [isum, isum, msum, msum], reduced together without leaving the vector registers
+      const __m128 sums = _mm_cvtepi32_ps(sum_pair(_mm512_add_epi32(s0, s1), mins));
+      acc[b] = _mm_fmadd_ss(sums, dd, acc[b]);
+      acc[b] = _mm_fnmadd_ss(_mm_movehl_ps(sums, sums), _mm_permute_ps(dd, 0x55), acc[b]);
     }
   }
   BOLTRT_UNROLL
@@ -255,8 +269,7 @@ void q6k_rows(const uint8_t* row, const ActQ8_K* const* y, int64_t i0, int64_t i
           5);
       const __m512i sumi = _mm512_sub_epi32(_mm512_add_epi32(s0, s1), _mm512_zextsi256_si512(off));
       // the lane kernel's float step (matmul_avx512.cpp q6k_compute) on the exact int32 sum
-      acc[b] = _mm_fmadd_ss(_mm_cvtsi32_ss(_mm_setzero_ps(), _mm512_reduce_add_epi32(sumi)),
-                            _mm_set_ss(wd * y[b][i].d), acc[b]);
+      acc[b] = _mm_fmadd_ss(_mm_cvtepi32_ps(sum_lane0(sumi)), _mm_set_ss(wd * y[b][i].d), acc[b]);
     }
   }
   BOLTRT_UNROLL
