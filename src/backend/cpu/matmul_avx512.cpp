@@ -1012,11 +1012,11 @@ void gemm_iq4xs(const GemmTile& t) {
 }
 
 // ---- F32 / F16 / BF16 ------------------------------------------------------------------------
-// The x86 row kernels (matmul_x86_kernels.h, row_float) at every batch size: one weight row
-// against up to 4 activation rows, each activation row with its own accumulators in the same
-// order, so every row of a batch has the bits of a one-token call (batch invariance). A 16-row
-// lane kernel (one row per lane, one FMA chain per row) was faster on prompts but summed in
-// another order than the row kernel that decode needs.
+// The x86 float kernel of the AVX-512 build (matmul_x86_kernels.h, gemm_float) at every batch
+// size: one weight row against up to 4 activation rows, each activation row with its own 4
+// accumulators in the same order, so every row of a batch has the bits of a one-token call
+// (batch invariance). A 16-row lane kernel (one row per lane, one FMA chain per row) was 2-3x
+// faster on prompts but summed in another order than the row kernel that decode needs.
 
 // Batch invariance: where gemv_avx512.cpp has a kernel for the type it computes the lane
 // kernel's arithmetic per row, and small batches go to it; the other types take the lane kernel
