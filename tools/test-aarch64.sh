@@ -19,7 +19,7 @@ JOBS=${JOBS:-$(nproc)}
 B=build/aarch64
 DEPS=$ROOT/$B/deps
 SYSROOT=/usr/aarch64-linux-gnu
-TESTS=(test_matmul test_quant_golden test_quant_edge test_quant_types test_quant_tensor
+TESTS=(test_matmul test_matmul_invariance test_quant_golden test_quant_edge test_quant_types test_quant_tensor
        test_quant_validate test_dequant_sub32 test_fp16 test_gemma4_ops test_thread_pool)
 start=$(date +%s)
 stamp() { echo "== aarch64 $(($(date +%s) - start))s: $*"; }

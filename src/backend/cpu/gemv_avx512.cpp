@@ -9,8 +9,11 @@
 // take four blocks per step with vpdpbusd. Rows are walked in chunks of about kChunkBytes, so
 // with more than 8 activation rows the chunk is read from memory once and from L2 after that.
 //
-// Integer sums per block are exact, as in the scalar reference (matmul_scalar.cpp); only the
-// float accumulation order differs (16 lanes, then a horizontal sum). Every activation row goes
+// Integer sums per block are exact, as in the scalar reference (matmul_scalar.cpp). Q4_0, Q5_0,
+// Q4_K and Q6_K then take the float steps of the 16-row lane kernels (matmul_avx512.cpp): one
+// float per row and activation row, acc = fma(S_i, d_i * dy_i, acc) over the blocks in order, so
+// small and large batches give the same bits (batch invariance). Q8_0's kernel here (16 float
+// lanes, then a horizontal sum) is no longer used by the matmul. Every activation row goes
 // through the same operations in the same order whatever the batch, the activation rows next to
 // it, the column slicing, the row range or the thread count: batch-b results equal b batch-1
 // calls bit for bit (tests/test_matmul_batch.cpp).
@@ -61,8 +64,34 @@ inline float f16_at(const uint8_t* p) {
 // change a single operation of a row's arithmetic.
 struct RowAcc {
   __m512 v;  // 16 float lanes, summed at the end
-  __m128 m;  // Q4_K: the mins' term (4 lanes), subtracted at the end
+  __m128 m;  // Q4_K, Q6_K, Q4_0, Q5_0: lane 0 is the row's one float accumulator (finish_scalar)
 };
+
+// The 16 int32 lanes of v reduced to 4 (exact: integers).
+inline __m128i sum_to_128(__m512i v) {
+  const __m256i h = _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+  return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+}
+
+// [sum(a), sum(a), sum(m), sum(m)] of 16 int32 lanes a and 4 int32 lanes m.
+inline __m128i sum_pair(__m512i a, __m128i m) {
+  const __m128i v = sum_to_128(a);
+  const __m128i c = _mm_add_epi32(_mm_unpacklo_epi64(v, m), _mm_unpackhi_epi64(v, m));
+  return _mm_add_epi32(c, _mm_shuffle_epi32(c, _MM_SHUFFLE(2, 3, 0, 1)));
+}
+
+// sum(a) of 16 int32 lanes in lane 0.
+inline __m128i sum_lane0(__m512i a) {
+  __m128i v = sum_to_128(a);
+  v = _mm_add_epi32(v, _mm_unpackhi_epi64(v, v));
+  return _mm_add_epi32(v, _mm_shuffle_epi32(v, 1));
+}
+
+// Q4_K, Q6_K, Q4_0 and Q5_0 rows keep one float (lane 0 of RowAcc::m): the lane kernel's
+// accumulator.
+inline float finish_scalar(const RowAcc& a) {
+  return _mm_cvtss_f32(a.m);
+}
 
 inline float finish(const RowAcc& a) {
   __m128 m = _mm_add_ps(a.m, _mm_movehl_ps(a.m, a.m));
@@ -116,7 +145,11 @@ inline __m128i unpack_q4k_scales(const uint8_t* packed) {
 
 // Up to kMaxNb activation rows share each unpacked super-block; per activation row the
 // arithmetic (and the float accumulation order) is the same for any kNb, so a row's result does
-// not depend on how many activation rows were computed with it.
+// not depend on how many activation rows were computed with it. Per super-block the integer sums
+// isum = sum_s sc_s * (codes_s . q8_s) and msum = sum_s m_s * bsum32_s are exact; the float part
+// is the 16-row lane kernel's (matmul_avx512.cpp q45k_compute), acc = fma(isum, d*dy, acc) then
+// acc = fnmadd(msum, dmin*dy, acc) over the super-blocks in order, so every batch size has the
+// same bits (batch invariance).
 template <int kNb>
 void q4k_rows(const uint8_t* row, const Q4KAct* const* y, int64_t i0, int64_t i1, RowAcc* st) {
   const __m512i low4 = _mm512_set1_epi8(0x0f);
@@ -128,13 +161,9 @@ void q4k_rows(const uint8_t* row, const Q4KAct* const* y, int64_t i0, int64_t i1
   const __m512i four = _mm512_set1_epi16(4);
   const __m512i idx46 = _mm512_add_epi16(idx02, four);
   const __m512i idx57 = _mm512_add_epi16(idx13, four);
-  __m512 acc[kNb];
-  __m128 acc_min[kNb];
+  __m128 acc[kNb];
   BOLTRT_UNROLL
-  for (int b = 0; b < kNb; ++b) {
-    acc[b] = st[b].v;
-    acc_min[b] = st[b].m;
-  }
+  for (int b = 0; b < kNb; ++b) acc[b] = st[b].m;
   row += i0 * 144;
   for (int64_t i = i0; i < i1; ++i, row += 144) {
     const __m256i sm16 = _mm256_cvtepu8_epi16(unpack_q4k_scales(row + 4));  // sc0-7, m0-7
@@ -165,18 +194,77 @@ void q4k_rows(const uint8_t* row, const Q4KAct* const* y, int64_t i0, int64_t i1
       s0 = _mm512_dpwssd_epi32(s0, p2, sc46);
       s1 = _mm512_dpwssd_epi32(s1, p3, sc57);
       const __m128 dd = _mm_mul_ps(wd, _mm_set1_ps(ya.d));  // [d, dmin] * dy
-      acc[b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)),
-                               _mm512_broadcastss_ps(dd), acc[b]);
       const __m128i mins =
           _mm_madd_epi16(m16, _mm_load_si128(reinterpret_cast<const __m128i*>(ya.bsum32)));
-      acc_min[b] = _mm_fmadd_ps(_mm_cvtepi32_ps(mins), _mm_permute_ps(dd, 0x55), acc_min[b]);
+      // the lane kernel's float sequence (matmul_avx512.cpp q45k_compute) on the exact int32
+      // sums [isum, isum, msum, msum], reduced together without leaving the vector registers
+      const __m128 sums = _mm_cvtepi32_ps(sum_pair(_mm512_add_epi32(s0, s1), mins));
+      acc[b] = _mm_fmadd_ss(sums, dd, acc[b]);
+      acc[b] = _mm_fnmadd_ss(_mm_movehl_ps(sums, sums), _mm_permute_ps(dd, 0x55), acc[b]);
     }
   }
   BOLTRT_UNROLL
-  for (int b = 0; b < kNb; ++b) {
-    st[b].v = acc[b];
-    st[b].m = acc_min[b];
+  for (int b = 0; b < kNb; ++b) st[b].m = acc[b];
+}
+
+// Decode (one activation row): two weight rows at a time, so that their super-blocks' sums are
+// reduced together, [isum_a, isum_b, msum_a, msum_b], and their two fma chains interleave. Each
+// row's operations are q4k_rows' (the same integer sums, the same float steps in the same order).
+void q4k_rows2(const uint8_t* row_a, const uint8_t* row_b, const Q4KAct* y, int64_t nsb,
+               float* out) {
+  const __m512i low4 = _mm512_set1_epi8(0x0f);
+  const __m512i idx02 = _mm512_set_epi64(0x0002000200020002, 0x0002000200020002, 0x0002000200020002,
+                                         0x0002000200020002, 0, 0, 0, 0);
+  const __m512i one = _mm512_set1_epi16(1);
+  const __m512i idx13 = _mm512_add_epi16(idx02, one);
+  const __m512i four = _mm512_set1_epi16(4);
+  const __m512i idx46 = _mm512_add_epi16(idx02, four);
+  const __m512i idx57 = _mm512_add_epi16(idx13, four);
+  // one super-block of one row against y[i]: isum lanes, msum lanes, [d, dmin] * dy
+  auto terms = [&](const uint8_t* row, const Q4KAct& ya, __m512i& s, __m128i& m, __m128& dd) {
+    const __m256i sm16 = _mm256_cvtepu8_epi16(unpack_q4k_scales(row + 4));
+    const __m512i sc = _mm512_zextsi256_si512(sm16);
+    const __m512i q0 = load512(row + 16), q1 = load512(row + 80);
+    const __m512i l0 = _mm512_and_si512(q0, low4);
+    const __m512i h0 = _mm512_and_si512(_mm512_srli_epi16(q0, 4), low4);
+    const __m512i l1 = _mm512_and_si512(q1, low4);
+    const __m512i h1 = _mm512_and_si512(_mm512_srli_epi16(q1, 4), low4);
+    const int8_t* a = ya.qs;
+    __m512i s0 = _mm512_madd_epi16(_mm512_maddubs_epi16(l0, load512(a)),
+                                   _mm512_permutexvar_epi16(idx02, sc));
+    __m512i s1 = _mm512_madd_epi16(_mm512_maddubs_epi16(h0, load512(a + 64)),
+                                   _mm512_permutexvar_epi16(idx13, sc));
+    s0 = _mm512_dpwssd_epi32(s0, _mm512_maddubs_epi16(l1, load512(a + 128)),
+                             _mm512_permutexvar_epi16(idx46, sc));
+    s1 = _mm512_dpwssd_epi32(s1, _mm512_maddubs_epi16(h1, load512(a + 192)),
+                             _mm512_permutexvar_epi16(idx57, sc));
+    s = _mm512_add_epi32(s0, s1);
+    m = _mm_madd_epi16(_mm256_extracti128_si256(sm16, 1),
+                       _mm_load_si128(reinterpret_cast<const __m128i*>(ya.bsum32)));
+    int32_t d_dmin;
+    std::memcpy(&d_dmin, row, 4);
+    dd = _mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi32_si128(d_dmin)), _mm_set1_ps(ya.d));
+  };
+  __m128 acc_a = _mm_setzero_ps(), acc_b = _mm_setzero_ps();
+  for (int64_t i = 0; i < nsb; ++i, row_a += 144, row_b += 144) {
+    __m512i sa, sb;
+    __m128i ma, mb;
+    __m128 da, db;
+    terms(row_a, y[i], sa, ma, da);
+    terms(row_b, y[i], sb, mb, db);
+    // [a, b, a, b] partial sums of the isums, [a, b, a, b] of the msums, then exact totals
+    const __m128i v =
+        sum_to_128(_mm512_add_epi32(_mm512_unpacklo_epi32(sa, sb), _mm512_unpackhi_epi32(sa, sb)));
+    const __m128i w = _mm_add_epi32(_mm_unpacklo_epi32(ma, mb), _mm_unpackhi_epi32(ma, mb));
+    const __m128 f = _mm_cvtepi32_ps(
+        _mm_add_epi32(_mm_unpacklo_epi64(v, w), _mm_unpackhi_epi64(v, w)));  // [ia, ib, ma, mb]
+    acc_a = _mm_fmadd_ss(f, da, acc_a);
+    acc_b = _mm_fmadd_ss(_mm_movehdup_ps(f), db, acc_b);
+    acc_a = _mm_fnmadd_ss(_mm_movehl_ps(f, f), _mm_movehdup_ps(da), acc_a);
+    acc_b = _mm_fnmadd_ss(_mm_shuffle_ps(f, f, 3), _mm_movehdup_ps(db), acc_b);
   }
+  out[0] = _mm_cvtss_f32(acc_a);
+  out[1] = _mm_cvtss_f32(acc_b);
 }
 
 // ---- Q6_K -----------------------------------------------------------------------------------
@@ -204,9 +292,9 @@ void q6k_rows(const uint8_t* row, const ActQ8_K* const* y, int64_t i0, int64_t i
   const __m512i idx1 = _mm512_add_epi16(idx0, four);
   const __m512i idx2 = _mm512_add_epi16(idx1, four);
   const __m512i idx3 = _mm512_add_epi16(idx2, four);
-  __m512 acc[kNb];
+  __m128 acc[kNb];
   BOLTRT_UNROLL
-  for (int b = 0; b < kNb; ++b) acc[b] = st[b].v;
+  for (int b = 0; b < kNb; ++b) acc[b] = st[b].m;
   row += i0 * 210;
   for (int64_t i = i0; i < i1; ++i, row += 210) {
     const __m256i sc16 =
@@ -240,11 +328,12 @@ void q6k_rows(const uint8_t* row, const ActQ8_K* const* y, int64_t i0, int64_t i
                             sc16),
           5);
       const __m512i sumi = _mm512_sub_epi32(_mm512_add_epi32(s0, s1), _mm512_zextsi256_si512(off));
-      acc[b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_set1_ps(wd * y[b][i].d), acc[b]);
+      // the lane kernel's float step (matmul_avx512.cpp q6k_compute) on the exact int32 sum
+      acc[b] = _mm_fmadd_ss(_mm_cvtepi32_ps(sum_lane0(sumi)), _mm_set_ss(wd * y[b][i].d), acc[b]);
     }
   }
   BOLTRT_UNROLL
-  for (int b = 0; b < kNb; ++b) st[b].v = acc[b];
+  for (int b = 0; b < kNb; ++b) st[b].m = acc[b];
 }
 
 // ---- Q4_0 -----------------------------------------------------------------------------------
@@ -351,7 +440,7 @@ struct Q5_0Step {
 
 template <typename Step, int kNb>
 inline void legacy_step(const uint8_t* p, const LegacyCodes* const* y, int64_t ngroups, int64_t g,
-                        __m512* acc) {
+                        __m128* acc) {
   __m512i wa, wb;
   __m512 wd;
   Step::decode(p, wa, wb, wd);
@@ -366,7 +455,19 @@ inline void legacy_step(const uint8_t* p, const LegacyCodes* const* y, int64_t n
     __m512i s = _mm512_dpbusd_epi32(start, wa, load512(ya.lo));
     s = _mm512_dpbusd_epi32(s, wb, load512(ya.hi));
     const __m512 dy = _mm512_permutexvar_ps(rep4, _mm512_castsi512_ps(meta));
-    acc[b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(wd, dy), acc[b]);
+    // The lane kernel's float steps (matmul_avx512.cpp lanes32_compute) on the 4 blocks' exact
+    // int32 dots, in block order: acc = fma(S_k, d_k * dy_k, acc).
+    s = _mm512_add_epi32(s, _mm512_shuffle_epi32(s, _MM_PERM_BADC));
+    s = _mm512_add_epi32(s, _mm512_shuffle_epi32(s, _MM_PERM_CDAB));  // lane 4k: block k's dot
+    const __m512i first4 = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 12, 8, 4, 0);
+    __m128 sv = _mm512_castps512_ps128(_mm512_cvtepi32_ps(_mm512_permutexvar_epi32(first4, s)));
+    __m128 scale = _mm512_castps512_ps128(_mm512_permutexvar_ps(first4, _mm512_mul_ps(wd, dy)));
+    __m128 a = acc[b];
+    a = _mm_fmadd_ss(sv, scale, a);
+    a = _mm_fmadd_ss(_mm_movehdup_ps(sv), _mm_movehdup_ps(scale), a);
+    a = _mm_fmadd_ss(_mm_movehl_ps(sv, sv), _mm_movehl_ps(scale, scale), a);
+    a = _mm_fmadd_ss(_mm_shuffle_ps(sv, sv, 3), _mm_shuffle_ps(scale, scale, 3), a);
+    acc[b] = a;
   }
 }
 
@@ -374,9 +475,9 @@ inline void legacy_step(const uint8_t* p, const LegacyCodes* const* y, int64_t n
 template <typename Step, int kNb>
 void legacy_rows(const uint8_t* row, const LegacyCodes* const* y, int64_t nblk, int64_t g0,
                  int64_t g1, RowAcc* st) {
-  __m512 acc[kNb];
+  __m128 acc[kNb];
   BOLTRT_UNROLL
-  for (int b = 0; b < kNb; ++b) acc[b] = st[b].v;
+  for (int b = 0; b < kNb; ++b) acc[b] = st[b].m;
   const int64_t full = nblk / 4, ngroups = (nblk + 3) / 4;
   for (int64_t g = g0; g < std::min(g1, full); ++g)
     legacy_step<Step, kNb>(row + g * 4 * Step::kBytes, y, ngroups, g, acc);
@@ -388,7 +489,7 @@ void legacy_rows(const uint8_t* row, const LegacyCodes* const* y, int64_t nblk, 
     legacy_step<Step, kNb>(pad, y, ngroups, full, acc);
   }
   BOLTRT_UNROLL
-  for (int b = 0; b < kNb; ++b) st[b].v = acc[b];
+  for (int b = 0; b < kNb; ++b) st[b].m = acc[b];
 }
 
 // ---- Q8_0 -----------------------------------------------------------------------------------
@@ -562,9 +663,35 @@ void gemv_q4k(const GemmTile& t) {
     prepare_q4k_act(reinterpret_cast<const ActQ8_K*>(t.a + b * t.a_stride), nsb,
                     act.data() + b * nsb);
   }
-  sweep(t, act.data(), nsb, nsb, sizeof(Q4KAct),
+  // Decode of long rows: row pairs, an odd last row through sweep below. (Measured, one thread,
+  // CPU time, against e388cb2's kernel: 10240->2560 0.85x with pairs, 1.1x with single rows;
+  // 2560-column rows 1.1x either way. Both give the same bits.)
+  if (t.n_act == 1 && nsb >= 16) {
+    const int64_t pairs = t.n_rows / 2;
+    for (int64_t p = 0; p < pairs; ++p) {
+      float out[2];
+      const uint8_t* w = t.w + 2 * p * t.w_stride;
+      q4k_rows2(w, w + t.w_stride, act.data(), nsb, out);
+      t.y[2 * p] = out[0];
+      t.y[2 * p + 1] = out[1];
+    }
+    if (t.n_rows % 2 == 0) return;
+    GemmTile rest = t;
+    rest.w = t.w + (t.n_rows - 1) * t.w_stride;
+    rest.n_rows = 1;
+    rest.y = t.y + (t.n_rows - 1);
+    sweep(
+        rest, act.data(), nsb, nsb, sizeof(Q4KAct),
         [&](auto kNb, const uint8_t* row, const Q4KAct* const* y, int64_t i0, int64_t i1,
-            RowAcc* st) { q4k_rows<decltype(kNb)::value>(row, y, i0, i1, st); });
+            RowAcc* st) { q4k_rows<decltype(kNb)::value>(row, y, i0, i1, st); },
+        &finish_scalar);
+    return;
+  }
+  sweep(
+      t, act.data(), nsb, nsb, sizeof(Q4KAct),
+      [&](auto kNb, const uint8_t* row, const Q4KAct* const* y, int64_t i0, int64_t i1,
+          RowAcc* st) { q4k_rows<decltype(kNb)::value>(row, y, i0, i1, st); },
+      &finish_scalar);
 }
 
 void gemv_q6k(const GemmTile& t) {
@@ -572,9 +699,11 @@ void gemv_q6k(const GemmTile& t) {
   const auto* act = reinterpret_cast<const ActQ8_K*>(t.a);
   // activation rows are a_stride bytes apart: a whole number of Q8_K blocks
   const auto stride = static_cast<int64_t>(t.a_stride / sizeof(ActQ8_K));
-  sweep(t, act, stride, nsb, sizeof(ActQ8_K),
-        [&](auto kNb, const uint8_t* row, const ActQ8_K* const* y, int64_t i0, int64_t i1,
-            RowAcc* st) { q6k_rows<decltype(kNb)::value>(row, y, i0, i1, st); });
+  sweep(
+      t, act, stride, nsb, sizeof(ActQ8_K),
+      [&](auto kNb, const uint8_t* row, const ActQ8_K* const* y, int64_t i0, int64_t i1,
+          RowAcc* st) { q6k_rows<decltype(kNb)::value>(row, y, i0, i1, st); },
+      &finish_scalar);
 }
 
 template <typename Step>
@@ -588,9 +717,11 @@ void gemv_legacy(const GemmTile& t) {
     prepare_legacy_act(reinterpret_cast<const ActQ8_0*>(t.a + b * t.a_stride), nblk, Step::kOffset,
                        act.data() + b * units);
   }
-  sweep(t, act.data(), units, ngroups, sizeof(LegacyCodes) + sizeof(LegacyMeta),
-        [&](auto kNb, const uint8_t* row, const LegacyCodes* const* y, int64_t g0, int64_t g1,
-            RowAcc* st) { legacy_rows<Step, decltype(kNb)::value>(row, y, nblk, g0, g1, st); });
+  sweep(
+      t, act.data(), units, ngroups, sizeof(LegacyCodes) + sizeof(LegacyMeta),
+      [&](auto kNb, const uint8_t* row, const LegacyCodes* const* y, int64_t g0, int64_t g1,
+          RowAcc* st) { legacy_rows<Step, decltype(kNb)::value>(row, y, nblk, g0, g1, st); },
+      &finish_scalar);
 }
 
 }  // namespace

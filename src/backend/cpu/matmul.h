@@ -12,14 +12,15 @@
 //
 // Kernels (matmul_scalar.cpp, matmul_x86_kernels.h, matmul_avx512.cpp): the scalar reference
 // mirrors ggml's generic dot products; the AVX2 kernels take one weight row against up to 4
-// activation rows; at AVX-512, 4 or more activation rows use 16-row "lane" kernels (one weight
-// row per 32-bit lane, vpdpbusd), fewer use the row kernels with VNNI, except Q4_0, Q4_K and
-// Q6_K, which have 512-bit small-batch kernels (gemv_avx512.cpp: decode's weights) up to a
-// per-type batch (4 or 8); Q8_0 has the same bits at every batch size for matrices of up to
-// 1 MB (the tiny model's) and up to 8 rows for larger ones (see gemm_q8_0). Up to
-// cpu::avx512_row_max_batch rows every activation row is bit-identical to a batch-1 call.
-// Results do not depend on the thread count or the row range; across batch sizes beyond that
-// they may differ in the last bits.
+// activation rows; at AVX-512, quantized types use 16-row "lane" kernels (one weight row per
+// 32-bit lane, vpdpbusd: exact int32 block dots, then acc = fma(S_i, d_i * dy_i, acc) per row in
+// block order), and the small-batch kernels (gemv_avx512.cpp for Q4_0, Q5_0, Q4_K, Q6_K;
+// gemm_q8_0_rows for Q8_0) compute that same per-row arithmetic without the transposes; float
+// weights use the x86 row kernels at every batch size.
+// Batch invariance, at every level and for every type: each output row's bits are those of a
+// one-token call, whatever the batch size, the other activation rows, the row range
+// (matmul_rows) and the thread count (threads split weight rows, never the columns).
+// tests/test_matmul_invariance.cpp checks it with random batch compositions.
 //
 // Threads take chunks of weight rows from a shared counter, the chunks shrinking towards the end
 // (ThreadPool::run_shared: a thread not yet scheduled is not waited for); products under ~16 KB

@@ -11,14 +11,14 @@
 // (Q4_0 +8, Q5_0 +16, Q8_0/IQ4_NL/MXFP4/IQ4_XS +128, Q6_K -32 as +32 codes); -offset *
 // sum(activation codes), computed once per call, is the start value of each block's dot product. A
 // lane's arithmetic does not depend on the other lanes, the batch or the thread split, so results
-// are identical for any batch size, thread count and row range. Below the lane kernels' batch, the
-// shared x86 row kernels (matmul_x86_kernels.h) with VNNI or the small-batch kernels of
-// gemv_avx512.cpp.
+// are identical for any batch size, thread count and row range. Batch invariance: small batches
+// of Q4_0, Q5_0, Q4_K and Q6_K go to gemv_avx512.cpp, whose kernels compute this arithmetic per
+// row without the transposes (exact int32 block dots, then the same float steps in block order);
+// Q8_0 to gemm_q8_0_rows (the same); the other quantized types take the lane kernel at every batch
+// size. Float weights use the x86 row kernels (matmul_x86_kernels.h) at every batch size.
 #define BOLTRT_X86_VNNI 1
-#ifndef BOLTRT_LANE_MIN_BATCH
-#define BOLTRT_LANE_MIN_BATCH 4
-#endif
 #include <cstddef>
+#include <limits>
 #include <vector>
 
 // GCC 12's AVX-512 headers build some results from _mm512_undefined_* and then warn about their
@@ -511,100 +511,12 @@ void gemm_q8_0_rows(const GemmTile& t) {
   }
 }
 
-// The same bits from 4 to kQ8_0ExactMaxBatch activation rows for matrices above
-// kQ8_0CachedBytes, whose decode runs the x86 row kernel's arithmetic (gemv_avx512.cpp
-// q8_0_row; sequential rows stream from memory at ~30 GB/s per core, where the 16 strided rows
-// of gemm_q8_0_rows reach ~24): per block, 8 int32 partial dots of 4 codes each (lane k: codes
-// 4k..4k+3), each converted and added by one fma with the float dx * dy into its own float lane;
-// at the end ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)). Here the 8 partials of 16 weight
-// rows are the 8 dpbusd results the lane decoder already gives (word q of the block, +128
-// codes, the offset taken out by the start value -128 * sum of those 4 activation codes), each
-// with its own accumulator: 8 conversions and fmas per block and activation row instead of 1
-// (2560->10240, 2 threads: 4 rows 1.27x, 8 rows 1.65x the fast lane kernel's time; 16 rows would
-// be 2x, so multi-sequence steps of 9+ rows keep the fast kernel).
-constexpr int64_t kQ8_0ExactMaxBatch = 8;
-constexpr double kQ8_0CachedBytes = 1 << 20;
-
-// Per activation row and block: the 8 start values -128 * (sum of codes 4q..4q+3).
-void q8_0_group_starts(const GemmTile& t, std::vector<int32_t>& starts) {
-  const int64_t nblk = t.cols / 32;
-  starts.resize(static_cast<size_t>(t.n_act * nblk * 8));
-  for (int64_t b = 0; b < t.n_act; ++b) {
-    for (int64_t i = 0; i < nblk; ++i) {
-      const auto* qs = reinterpret_cast<const int8_t*>(t.a + b * t.a_stride + i * 34 + 2);
-      int32_t* out = starts.data() + (b * nblk + i) * 8;
-      for (int q = 0; q < 8; ++q)
-        out[q] = -128 * (qs[4 * q] + qs[4 * q + 1] + qs[4 * q + 2] + qs[4 * q + 3]);
-    }
-  }
-}
-
-void q8_0_row_arith_compute(const GemmTile& t, const LegacyPanel* panel, int64_t r0, __mmask16 mask,
-                            const ActBlockTerms& terms, const std::vector<int32_t>& starts,
-                            const RowGroup* pf) {
-  const int64_t nblk = t.cols / 32;
-  for (int64_t b = 0; b < t.n_act; ++b) {
-    const uint8_t* act = t.a + b * t.a_stride;
-    __m512 acc[8];
-    BOLTRT_UNROLL
-    for (int q = 0; q < 8; ++q) acc[q] = _mm512_setzero_ps();
-    for (int64_t i = 0; i < nblk; ++i) {
-      if (b == 0 && i % 8 == 0) prefetch_block<8 * 34>(pf, static_cast<size_t>(i) * 34);
-      const LegacyPanel& p = panel[i];
-      const auto k = static_cast<size_t>(b * nblk + i);
-      const __m512 scale = _mm512_mul_ps(p.d, _mm512_set1_ps(terms.dy[k]));
-      const int32_t* start = starts.data() + k * 8;
-      BOLTRT_UNROLL
-      for (int q = 0; q < 8; ++q) {
-        const __m512i s =
-            dpbusd_bcast(_mm512_set1_epi32(start[q]), p.w[q], act + i * 34 + 2 + 4 * q);
-        acc[q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), scale, acc[q]);
-      }
-    }
-    const __m512 lo = _mm512_add_ps(_mm512_add_ps(acc[0], acc[4]), _mm512_add_ps(acc[2], acc[6]));
-    const __m512 hi = _mm512_add_ps(_mm512_add_ps(acc[1], acc[5]), _mm512_add_ps(acc[3], acc[7]));
-    store_rows(t, b, r0, mask, _mm512_add_ps(lo, hi));
-  }
-}
-
-void gemm_q8_0_row_arith(const GemmTile& t) {
-  thread_local ActBlockTerms terms;
-  thread_local std::vector<int32_t> starts;
-  act_block_terms<false>(t, LaneQ8_0::kOffset, terms);
-  q8_0_group_starts(t, starts);
-  const int64_t nblk = t.cols / 32;
-  LegacyPanel* panel = panel_buffer<LegacyPanel>(static_cast<size_t>(nblk));
-  // (n_act <= 8: for_groups makes one compute call per 16-row group)
-  for_groups(
-      t,
-      [&](const RowGroup& g) {
-        for (int64_t i = 0; i < nblk; ++i) {
-          LegacyPanel& p = panel[i];
-          p.m = _mm512_setzero_ps();
-          LaneQ8_0::decode(g, static_cast<size_t>(i) * 34, p.w, p.d, p.m);
-        }
-      },
-      [&](auto, int64_t r0, int64_t, __mmask16 mask, const RowGroup* pf) {
-        q8_0_row_arith_compute(t, panel, r0, mask, terms, starts, pf);
-      });
-}
-
-// Q8_0 at AVX-512. Every row of a batch of up to kQ8_0ExactMaxBatch activation rows (a verify
-// batch of a block-8 draft, a small multi-sequence step) has the bits of a one-token call:
-//   matrices that stay in the caches (<= kQ8_0CachedBytes: the tiny model's): the lane
-//     arithmetic at every batch size (gemm_q8_0_rows, then the fast lane kernel), so prompts of
-//     any length agree with decoding too;
-//   larger ones (decode streams them from memory): the row kernel's arithmetic (gemv_q8_0 up to
-//     3 rows, gemm_q8_0_row_arith up to 8), the fast lane kernel above.
+// Q8_0 at AVX-512: every matrix and batch size gets the lane kernel's arithmetic (batch
+// invariance): gemm_q8_0_rows up to kQ8_0RowsMaxBatch activation rows (decode, short verify
+// batches), the lane kernel beyond. The x86 row kernel's arithmetic (gemv_avx512.cpp q8_0_row),
+// which large matrices used for decode before, summed in another order than any batched kernel.
 void gemm_q8_0(const GemmTile& t) {
-  static const GemmFn gemv = avx512_gemv(GgmlType::Q8_0);
-  static const int64_t gemv_max = avx512_gemv_max_batch(GgmlType::Q8_0);
-  if (t.matrix_bytes <= kQ8_0CachedBytes) {
-    if (t.n_act <= kQ8_0RowsMaxBatch) return gemm_q8_0_rows(t);
-    return gemm_lanes32<LaneQ8_0, false>(t);
-  }
-  if (t.n_act <= gemv_max) return gemv(t);
-  if (t.n_act <= kQ8_0ExactMaxBatch) return gemm_q8_0_row_arith(t);
+  if (t.n_act <= kQ8_0RowsMaxBatch) return gemm_q8_0_rows(t);
   gemm_lanes32<LaneQ8_0, false>(t);
 }
 
@@ -1100,111 +1012,19 @@ void gemm_iq4xs(const GemmTile& t) {
 }
 
 // ---- F32 / F16 / BF16 ------------------------------------------------------------------------
-// 16 weight rows x a chunk of columns are transposed into a panel of f32 vectors (lane r = row r,
-// one vector per column), then each activation row adds x[k] * panel[k] with one FMA per column.
-// Chunks accumulate into y, so the panel stays in L2 for any row length.
+// The x86 float kernel of the AVX-512 build (matmul_x86_kernels.h, gemm_float) at every batch
+// size: one weight row against up to 4 activation rows, each activation row with its own 4
+// accumulators in the same order, so every row of a batch has the bits of a one-token call
+// (batch invariance). A 16-row lane kernel (one row per lane, one FMA chain per row) was 2-3x
+// faster on prompts but summed in another order than the row kernel that decode needs.
 
-constexpr int64_t kFloatChunk = 1024;
-
-inline float weight_element(GgmlType type, const uint8_t* row, int64_t k) {
-  uint16_t h;
-  switch (type) {
-    case GgmlType::F32: {
-      float f;
-      std::memcpy(&f, row + 4 * k, 4);
-      return f;
-    }
-    case GgmlType::F16:
-      std::memcpy(&h, row + 2 * k, 2);
-      return h2f(h);
-    default:
-      std::memcpy(&h, row + 2 * k, 2);
-      return bf16_to_fp32(h);
-  }
-}
-
-template <GgmlType kType>
-void float_decode(const RowGroup& g, int64_t k0, int64_t kc, __m512* panel) {
-  int64_t k = 0;
-  __m512i v[4];
-  if constexpr (kType == GgmlType::F32) {
-    for (; k + 4 <= kc; k += 4) {
-      load4x16(g, static_cast<size_t>(k0 + k) * 4, v);
-      for (int j = 0; j < 4; ++j) panel[k + j] = _mm512_castsi512_ps(v[j]);
-    }
-  } else {
-    for (; k + 8 <= kc; k += 8) {
-      load4x16(g, static_cast<size_t>(k0 + k) * 2, v);
-      for (int j = 0; j < 4; ++j) {
-        if constexpr (kType == GgmlType::F16) {
-          panel[k + 2 * j] = f16_lo(v[j]);
-          panel[k + 2 * j + 1] = f16_hi(v[j]);
-        } else {
-          panel[k + 2 * j] = _mm512_castsi512_ps(_mm512_slli_epi32(v[j], 16));
-          panel[k + 2 * j + 1] = _mm512_castsi512_ps(
-              _mm512_and_si512(v[j], _mm512_set1_epi32(static_cast<int>(0xffff0000u))));
-        }
-      }
-    }
-  }
-  for (; k < kc; ++k) {
-    alignas(64) float column[16];
-    for (int r = 0; r < 16; ++r) column[r] = weight_element(kType, g.rows[r], k0 + k);
-    panel[k] = _mm512_load_ps(column);
-  }
-}
-
-template <int kNb>
-void float_compute(const GemmTile& t, const __m512* panel, int64_t k0, int64_t kc, int64_t r0,
-                   int64_t b0, __mmask16 mask) {
-  const float* x[kNb];
-  __m512 acc[kNb];
-  BOLTRT_UNROLL
-  for (int b = 0; b < kNb; ++b) {
-    x[b] = reinterpret_cast<const float*>(t.a + (b0 + b) * t.a_stride) + k0;
-    acc[b] = k0 == 0 ? _mm512_setzero_ps()
-                     : _mm512_maskz_loadu_ps(mask, t.y + (b0 + b) * t.y_stride + r0);
-  }
-  for (int64_t k = 0; k < kc; ++k) {
-    const __m512 w = panel[k];
-    BOLTRT_UNROLL
-    for (int b = 0; b < kNb; ++b) acc[b] = _mm512_fmadd_ps(w, _mm512_set1_ps(x[b][k]), acc[b]);
-  }
-  BOLTRT_UNROLL
-  for (int b = 0; b < kNb; ++b) store_rows(t, b0 + b, r0, mask, acc[b]);
-}
-
-template <GgmlType kType>
-void gemm_float_lanes(const GemmTile& t) {
-  __m512* panel = panel_buffer<__m512>(static_cast<size_t>(kFloatChunk));
-  for (int64_t r0 = 0; r0 < t.n_rows; r0 += 16) {
-    const RowGroup g = row_group(t, r0);
-    for (int64_t k0 = 0; k0 < t.cols; k0 += kFloatChunk) {
-      const int64_t kc = std::min(kFloatChunk, t.cols - k0);
-      float_decode<kType>(g, k0, kc, panel);
-      for (int64_t b0 = 0; b0 < t.n_act; b0 += 8) {
-        dispatch_nb(std::min<int64_t>(8, t.n_act - b0), [&](auto nb) {
-          float_compute<decltype(nb)::value>(t, panel, k0, kc, r0, b0, g.mask);
-        });
-      }
-    }
-  }
-}
-
-// Below this many activation rows the one-row-at-a-time kernels (matmul_x86_kernels.h, with
-// VNNI) are faster: they need no transposes and decode is bound by memory bandwidth anyway.
-// Types with a gemv_avx512.cpp kernel switch at their own batch (avx512_gemv_max_batch).
-constexpr int64_t kLaneMinBatch = BOLTRT_LANE_MIN_BATCH;
-
-// The most activation rows the row kernels (gemv_avx512.cpp or matmul_x86_kernels.h) take.
-int64_t row_kernel_max_batch(GgmlType type) {
-  return avx512_gemv(type) ? avx512_gemv_max_batch(type) : kLaneMinBatch - 1;
-}
-
+// Batch invariance: where gemv_avx512.cpp has a kernel for the type it computes the lane
+// kernel's arithmetic per row, and small batches go to it; the other types take the lane kernel
+// at every batch size (the x86 row kernels sum in another order).
 template <GemmFn kLanes, GgmlType kType>
 void lanes_or_rows(const GemmTile& t) {
-  static const GemmFn rows = avx512_gemv(kType) ? avx512_gemv(kType) : x86_gemm(kType);
-  static const int64_t row_max = row_kernel_max_batch(kType);
+  static const GemmFn rows = avx512_gemv(kType);
+  static const int64_t row_max = rows ? avx512_gemv_max_batch(kType) : 0;
   (t.n_act > row_max ? kLanes : rows)(t);
 }
 
@@ -1215,18 +1035,15 @@ namespace boltrt::cpu {
 // The row kernels (gemv_avx512.cpp, or matmul_x86_kernels.h with VNNI) give every activation row
 // the arithmetic of a batch-1 call, for any number of activation rows.
 int64_t avx512_row_max_batch(GgmlType type) {
-  if (type == GgmlType::Q8_0) return kQ8_0ExactMaxBatch;  // gemm_q8_0
-  return row_kernel_max_batch(type);
+  return matmul_supported(type) ? std::numeric_limits<int64_t>::max() : 0;
 }
 
 GemmFn avx512_gemm(GgmlType type) {
   switch (type) {
     case GgmlType::F32:
-      return &lanes_or_rows<&gemm_float_lanes<GgmlType::F32>, GgmlType::F32>;
     case GgmlType::F16:
-      return &lanes_or_rows<&gemm_float_lanes<GgmlType::F16>, GgmlType::F16>;
     case GgmlType::BF16:
-      return &lanes_or_rows<&gemm_float_lanes<GgmlType::BF16>, GgmlType::BF16>;
+      return x86_gemm(type);
     case GgmlType::Q4_0:
       return &lanes_or_rows<&gemm_lanes32<LaneQ4_0, false>, GgmlType::Q4_0>;
     case GgmlType::Q5_0:

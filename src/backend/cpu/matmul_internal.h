@@ -76,13 +76,12 @@ ConvertFn activation_converter(SimdLevel level);
 void neon_convert_activation_row(ActFormat format, const float* x, void* dst,
                                  int64_t n);  // aarch64 only
 // AVX-512 matrix-vector kernels for small batches (gemv_avx512.cpp), or nullptr: every activation
-// row gets exactly the arithmetic of a batch-1 call (bit-identical results). They are used up to
-// avx512_gemv_max_batch(type) activation rows; larger batches go to the 16-row lane kernels.
+// row gets exactly the arithmetic of the 16-row lane kernels (bit-identical results). They are
+// used up to avx512_gemv_max_batch(type) activation rows; larger batches go to the lane kernels.
 GemmFn avx512_gemv(GgmlType type);
 int64_t avx512_gemv_max_batch(GgmlType type);
 // At AVX-512, batches up to this many activation rows give every row bit for bit the result of a
-// batch-1 call (row kernels, or for Q8_0 a lane kernel with their arithmetic); larger ones use
-// the 16-row lane kernels where the type has one.
+// batch-1 call: every supported type at every batch size now (batch invariance), 0 otherwise.
 int64_t avx512_row_max_batch(GgmlType type);
 // convert_activation_row(ActFormat::Q8_K, ...) with AVX-512, bit-identical to it.
 void avx512_quantize_act_q8_k(const float* x, void* dst, int64_t n);

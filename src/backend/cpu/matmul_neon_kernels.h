@@ -122,7 +122,7 @@ struct BF16Load {
 // latency (and each lane's chain is at most n / (4 kAcc) long).
 template <typename Load, int kNb>
 void row_float(int64_t n, const uint8_t* w, const uint8_t* const* ar, float* out) {
-  constexpr int kAcc = kNb == 1 ? 4 : kNb == 2 ? 2 : 1;
+  constexpr int kAcc = 4;  // the same for every kNb (batch invariance); 32 vector registers
   float32x4_t acc[kNb][kAcc];
   for (int b = 0; b < kNb; ++b) {
     for (int k = 0; k < kAcc; ++k) acc[b][k] = vdupq_n_f32(0.0f);
