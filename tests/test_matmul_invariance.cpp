@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <random>
 #include <string>
@@ -32,7 +33,13 @@ struct Case {
 };
 
 std::string case_name(const ::testing::TestParamInfo<Case>& info) {
-  return std::string(type_name(info.param.type)) + "_" + simd_level_name(info.param.level);
+  std::string name =
+      std::string(type_name(info.param.type)) + "_" + simd_level_name(info.param.level);
+  // GoogleTest takes letters, digits and '_' only ("neon-dotprod" has a '-').
+  for (char& c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  }
+  return name;
 }
 
 class MatmulInvariance : public ::testing::TestWithParam<Case> {};
