@@ -144,6 +144,64 @@ inline __m128i unpack_q4k_scales(const uint8_t* packed) {
                         static_cast<int>(m1));
 }
 
+// One Q4_K super-block unpacked for the byte products with a Q4KAct row: the low and high
+// nibbles of code bytes 16-79 (l0, h0) and 80-143 (l1, h1), in the order the activation's codes
+// were laid out for, each product word's sub-block scale, the eight mins and [d, dmin].
+// Shared by q4k_rows and q4k_rows2 so that both do exactly the same integer work.
+struct Q4KBlock {
+  __m512i l0, h0, l1, h1;          // 4-bit codes, one per byte
+  __m512i sc02, sc13, sc46, sc57;  // int16 scale of each word of the products with l0, h0, l1, h1
+  __m128i m16;                     // mins m0-7 (int16)
+  __m128 wd;                       // [d, dmin]
+};
+
+// Word index vectors picking sc_a for words 0-15 and sc_b for words 16-31 of a product.
+struct Q4KScaleIndex {
+  __m512i idx02, idx13, idx46, idx57;
+  Q4KScaleIndex() {
+    idx02 = _mm512_set_epi64(0x0002000200020002, 0x0002000200020002, 0x0002000200020002,
+                             0x0002000200020002, 0, 0, 0, 0);
+    idx13 = _mm512_add_epi16(idx02, _mm512_set1_epi16(1));
+    idx46 = _mm512_add_epi16(idx02, _mm512_set1_epi16(4));
+    idx57 = _mm512_add_epi16(idx13, _mm512_set1_epi16(4));
+  }
+};
+
+inline Q4KBlock unpack_q4k(const uint8_t* row, const Q4KScaleIndex& ix) {
+  const __m512i low4 = _mm512_set1_epi8(0x0f);
+  const __m256i sm16 = _mm256_cvtepu8_epi16(unpack_q4k_scales(row + 4));  // sc0-7, m0-7
+  const __m512i sc = _mm512_zextsi256_si512(sm16);
+  const __m512i q0 = load512(row + 16), q1 = load512(row + 80);
+  Q4KBlock w;
+  w.l0 = _mm512_and_si512(q0, low4);
+  w.h0 = _mm512_and_si512(_mm512_srli_epi16(q0, 4), low4);
+  w.l1 = _mm512_and_si512(q1, low4);
+  w.h1 = _mm512_and_si512(_mm512_srli_epi16(q1, 4), low4);
+  w.sc02 = _mm512_permutexvar_epi16(ix.idx02, sc);
+  w.sc13 = _mm512_permutexvar_epi16(ix.idx13, sc);
+  w.sc46 = _mm512_permutexvar_epi16(ix.idx46, sc);
+  w.sc57 = _mm512_permutexvar_epi16(ix.idx57, sc);
+  w.m16 = _mm256_extracti128_si256(sm16, 1);
+  int32_t d_dmin;
+  std::memcpy(&d_dmin, row, 4);
+  w.wd = _mm_cvtph_ps(_mm_cvtsi32_si128(d_dmin));
+  return w;
+}
+
+// 16 int32 lanes whose total is isum = sum_s sc_s * (codes_s . q8_s) (exact), and the four
+// lanes of msum = sum_s m_s * bsum32_s, of one super-block against one activation row.
+inline __m512i q4k_isum_lanes(const Q4KBlock& w, const Q4KAct& ya) {
+  const int8_t* a = ya.qs;
+  __m512i s0 = _mm512_madd_epi16(_mm512_maddubs_epi16(w.l0, load512(a)), w.sc02);
+  __m512i s1 = _mm512_madd_epi16(_mm512_maddubs_epi16(w.h0, load512(a + 64)), w.sc13);
+  s0 = _mm512_dpwssd_epi32(s0, _mm512_maddubs_epi16(w.l1, load512(a + 128)), w.sc46);
+  s1 = _mm512_dpwssd_epi32(s1, _mm512_maddubs_epi16(w.h1, load512(a + 192)), w.sc57);
+  return _mm512_add_epi32(s0, s1);
+}
+inline __m128i q4k_msum_lanes(const Q4KBlock& w, const Q4KAct& ya) {
+  return _mm_madd_epi16(w.m16, _mm_load_si128(reinterpret_cast<const __m128i*>(ya.bsum32)));
+}
+
 // Up to kMaxNb activation rows share each unpacked super-block; per activation row the
 // arithmetic (and the float accumulation order) is the same for any kNb, so a row's result does
 // not depend on how many activation rows were computed with it. Per super-block the integer sums
@@ -153,53 +211,20 @@ inline __m128i unpack_q4k_scales(const uint8_t* packed) {
 // same bits (batch invariance).
 template <int kNb>
 void q4k_rows(const uint8_t* row, const Q4KAct* const* y, int64_t i0, int64_t i1, RowAcc* st) {
-  const __m512i low4 = _mm512_set1_epi8(0x0f);
-  // word index vectors picking sc_a for words 0-15 and sc_b for words 16-31
-  const __m512i idx02 = _mm512_set_epi64(0x0002000200020002, 0x0002000200020002, 0x0002000200020002,
-                                         0x0002000200020002, 0, 0, 0, 0);
-  const __m512i one = _mm512_set1_epi16(1);
-  const __m512i idx13 = _mm512_add_epi16(idx02, one);
-  const __m512i four = _mm512_set1_epi16(4);
-  const __m512i idx46 = _mm512_add_epi16(idx02, four);
-  const __m512i idx57 = _mm512_add_epi16(idx13, four);
+  const Q4KScaleIndex ix;
   __m128 acc[kNb];
   BOLTRT_UNROLL
   for (int b = 0; b < kNb; ++b) acc[b] = st[b].m;
   row += i0 * 144;
   for (int64_t i = i0; i < i1; ++i, row += 144) {
-    const __m256i sm16 = _mm256_cvtepu8_epi16(unpack_q4k_scales(row + 4));  // sc0-7, m0-7
-    const __m512i sc = _mm512_zextsi256_si512(sm16);
-    const __m512i q0 = load512(row + 16), q1 = load512(row + 80);
-    const __m512i l0 = _mm512_and_si512(q0, low4);
-    const __m512i h0 = _mm512_and_si512(_mm512_srli_epi16(q0, 4), low4);
-    const __m512i l1 = _mm512_and_si512(q1, low4);
-    const __m512i h1 = _mm512_and_si512(_mm512_srli_epi16(q1, 4), low4);
-    const __m512i sc02 = _mm512_permutexvar_epi16(idx02, sc);
-    const __m512i sc13 = _mm512_permutexvar_epi16(idx13, sc);
-    const __m512i sc46 = _mm512_permutexvar_epi16(idx46, sc);
-    const __m512i sc57 = _mm512_permutexvar_epi16(idx57, sc);
-    const __m128i m16 = _mm256_extracti128_si256(sm16, 1);
-    int32_t d_dmin;
-    std::memcpy(&d_dmin, row, 4);
-    const __m128 wd = _mm_cvtph_ps(_mm_cvtsi32_si128(d_dmin));  // [d, dmin]
+    const Q4KBlock w = unpack_q4k(row, ix);
     BOLTRT_UNROLL
     for (int b = 0; b < kNb; ++b) {
       const Q4KAct& ya = y[b][i];
-      const int8_t* a = ya.qs;
-      const __m512i p0 = _mm512_maddubs_epi16(l0, load512(a));
-      const __m512i p1 = _mm512_maddubs_epi16(h0, load512(a + 64));
-      const __m512i p2 = _mm512_maddubs_epi16(l1, load512(a + 128));
-      const __m512i p3 = _mm512_maddubs_epi16(h1, load512(a + 192));
-      __m512i s0 = _mm512_madd_epi16(p0, sc02);
-      __m512i s1 = _mm512_madd_epi16(p1, sc13);
-      s0 = _mm512_dpwssd_epi32(s0, p2, sc46);
-      s1 = _mm512_dpwssd_epi32(s1, p3, sc57);
-      const __m128 dd = _mm_mul_ps(wd, _mm_set1_ps(ya.d));  // [d, dmin] * dy
-      const __m128i mins =
-          _mm_madd_epi16(m16, _mm_load_si128(reinterpret_cast<const __m128i*>(ya.bsum32)));
+      const __m128 dd = _mm_mul_ps(w.wd, _mm_set1_ps(ya.d));  // [d, dmin] * dy
       // the lane kernel's float sequence (matmul_avx512.cpp q45k_compute) on the exact int32
       // sums [isum, isum, msum, msum], reduced together without leaving the vector registers
-      const __m128 sums = _mm_cvtepi32_ps(sum_pair(_mm512_add_epi32(s0, s1), mins));
+      const __m128 sums = _mm_cvtepi32_ps(sum_pair(q4k_isum_lanes(w, ya), q4k_msum_lanes(w, ya)));
       acc[b] = _mm_fmadd_ss(sums, dd, acc[b]);
       acc[b] = _mm_fnmadd_ss(_mm_movehl_ps(sums, sums), _mm_permute_ps(dd, 0x55), acc[b]);
     }
@@ -213,46 +238,14 @@ void q4k_rows(const uint8_t* row, const Q4KAct* const* y, int64_t i0, int64_t i1
 // row's operations are q4k_rows' (the same integer sums, the same float steps in the same order).
 void q4k_rows2(const uint8_t* row_a, const uint8_t* row_b, const Q4KAct* y, int64_t nsb,
                float* out) {
-  const __m512i low4 = _mm512_set1_epi8(0x0f);
-  const __m512i idx02 = _mm512_set_epi64(0x0002000200020002, 0x0002000200020002, 0x0002000200020002,
-                                         0x0002000200020002, 0, 0, 0, 0);
-  const __m512i one = _mm512_set1_epi16(1);
-  const __m512i idx13 = _mm512_add_epi16(idx02, one);
-  const __m512i four = _mm512_set1_epi16(4);
-  const __m512i idx46 = _mm512_add_epi16(idx02, four);
-  const __m512i idx57 = _mm512_add_epi16(idx13, four);
-  // one super-block of one row against y[i]: isum lanes, msum lanes, [d, dmin] * dy
-  auto terms = [&](const uint8_t* row, const Q4KAct& ya, __m512i& s, __m128i& m, __m128& dd) {
-    const __m256i sm16 = _mm256_cvtepu8_epi16(unpack_q4k_scales(row + 4));
-    const __m512i sc = _mm512_zextsi256_si512(sm16);
-    const __m512i q0 = load512(row + 16), q1 = load512(row + 80);
-    const __m512i l0 = _mm512_and_si512(q0, low4);
-    const __m512i h0 = _mm512_and_si512(_mm512_srli_epi16(q0, 4), low4);
-    const __m512i l1 = _mm512_and_si512(q1, low4);
-    const __m512i h1 = _mm512_and_si512(_mm512_srli_epi16(q1, 4), low4);
-    const int8_t* a = ya.qs;
-    __m512i s0 = _mm512_madd_epi16(_mm512_maddubs_epi16(l0, load512(a)),
-                                   _mm512_permutexvar_epi16(idx02, sc));
-    __m512i s1 = _mm512_madd_epi16(_mm512_maddubs_epi16(h0, load512(a + 64)),
-                                   _mm512_permutexvar_epi16(idx13, sc));
-    s0 = _mm512_dpwssd_epi32(s0, _mm512_maddubs_epi16(l1, load512(a + 128)),
-                             _mm512_permutexvar_epi16(idx46, sc));
-    s1 = _mm512_dpwssd_epi32(s1, _mm512_maddubs_epi16(h1, load512(a + 192)),
-                             _mm512_permutexvar_epi16(idx57, sc));
-    s = _mm512_add_epi32(s0, s1);
-    m = _mm_madd_epi16(_mm256_extracti128_si256(sm16, 1),
-                       _mm_load_si128(reinterpret_cast<const __m128i*>(ya.bsum32)));
-    int32_t d_dmin;
-    std::memcpy(&d_dmin, row, 4);
-    dd = _mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi32_si128(d_dmin)), _mm_set1_ps(ya.d));
-  };
+  const Q4KScaleIndex ix;
   __m128 acc_a = _mm_setzero_ps(), acc_b = _mm_setzero_ps();
   for (int64_t i = 0; i < nsb; ++i, row_a += 144, row_b += 144) {
-    __m512i sa, sb;
-    __m128i ma, mb;
-    __m128 da, db;
-    terms(row_a, y[i], sa, ma, da);
-    terms(row_b, y[i], sb, mb, db);
+    const Q4KBlock wa = unpack_q4k(row_a, ix), wb = unpack_q4k(row_b, ix);
+    const __m512i sa = q4k_isum_lanes(wa, y[i]), sb = q4k_isum_lanes(wb, y[i]);
+    const __m128i ma = q4k_msum_lanes(wa, y[i]), mb = q4k_msum_lanes(wb, y[i]);
+    const __m128 da = _mm_mul_ps(wa.wd, _mm_set1_ps(y[i].d));
+    const __m128 db = _mm_mul_ps(wb.wd, _mm_set1_ps(y[i].d));
     // [a, b, a, b] partial sums of the isums, [a, b, a, b] of the msums, then exact totals
     const __m128i v =
         sum_to_128(_mm512_add_epi32(_mm512_unpacklo_epi32(sa, sb), _mm512_unpackhi_epi32(sa, sb)));
