@@ -91,12 +91,9 @@ cmake --build "$B/boltrt" -j"$JOBS" --target "${TESTS[@]}"
 # ---- 4. run under qemu -----------------------------------------------------------------------
 failed=()
 # Each test under a time limit: a hang fails the stage instead of eating CI's time.
-# ThreadPool.RunSharedDoesEachPieceOnceAndMixesWithRun hangs under qemu-user in about 1 of 6 runs
-# (session 9: the caller spins on its job's counter while the one worker sleeps on the condition
-# variable); it passes in every native run (Release, ASan+UBSan on x86-64), and the pool has no
-# aarch64-specific code besides cpu_relax. Until the cause is found (a lost wake-up in the pool or
-# in qemu's futex emulation) it is left out here, and said so.
-QEMU_FILTER_test_thread_pool='-ThreadPool.RunSharedDoesEachPieceOnceAndMixesWithRun'
+# A test may be left out under qemu with QEMU_FILTER_<test>='-Suite.Name' (none is today: the
+# ThreadPool hang seen here in session 9 was a store-load ordering that qemu-user does not give
+# STLR + LDAR on an x86 host; the pool now closes shared jobs with an RMW, thread_pool.cpp).
 for t in "${TESTS[@]}"; do
   stamp "run $t"
   filter_var="QEMU_FILTER_$t"

@@ -101,7 +101,10 @@ void ThreadPool::worker_loop(int index) {
       }
       job = job_.load(std::memory_order_acquire);
     }
-    if (job == nullptr) continue;  // not reachable: job_ is set before a job opens
+    if (job == nullptr) {  // not reachable: job_ is set before a job opens
+      if (shared) active_.fetch_sub(1, std::memory_order_release);
+      continue;
+    }
     try {
       (*job)(index);
     } catch (...) {
@@ -147,8 +150,14 @@ void ThreadPool::dispatch(const std::function<void(int)>& fn, bool shared) {
   // Wait for every worker that runs fn, even when fn threw: they still reference it. A worker
   // the OS has descheduled can take long: spin briefly, then yield the core to it.
   // A run() job stays open until every worker has run it; a shared one closes now.
+  // Closing a shared job is a read-modify-write, not a plain store: with the worker's
+  // fetch_add-then-load it forms a store-load (Dekker) pair, which seq_cst orders in C++ and
+  // RCsc STLR/LDAR on Arm hardware, but qemu-user runs STLR + LDAR on an x86 host without a
+  // fence between them, so a plain store could still sit in the store buffer when we read
+  // active_ == 0 while a worker joins the job (measured: a hang in about 1 of 10 runs of
+  // test_thread_pool under qemu-aarch64). An RMW is a full barrier there and costs nothing here.
   std::atomic<int>& running = shared ? active_ : pending_;
-  if (shared) state_.store(open & ~kOpen, std::memory_order_seq_cst);
+  if (shared) state_.fetch_and(~kOpen, std::memory_order_seq_cst);
   for (int i = 0; running.load(std::memory_order_seq_cst) != 0; ++i) {
     if (i < 4000) {
       cpu_relax();
