@@ -42,7 +42,7 @@ std::string category_plot(const json& models) {
   const double group = bar * static_cast<double>(models.size()) + 10;
   const double height = 30 + group * static_cast<double>(categories.size()) + 30;
   std::string svg = fmt::format(
-      "<svg xmlns='http://www.w3.org/2000/svg' width='{}' height='{}' role='img' "
+      "<svg width='{}' height='{}' role='img' "
       "aria-label='accuracy by category'>\n",
       left + width + 60, height);
   for (int t = 0; t <= 4; ++t) {
@@ -104,7 +104,7 @@ std::string budget_plot(const json& models, bool tokens) {
   };
   auto y_of = [&](double v) { return top_y + plot_h - plot_h * v / top; };
   std::string svg = fmt::format(
-      "<svg xmlns='http://www.w3.org/2000/svg' width='{}' height='{}' role='img' "
+      "<svg width='{}' height='{}' role='img' "
       "aria-label='{} against the reasoning budget'>\n",
       left + width + 220, top_y + plot_h + 45, tokens ? "tokens" : "accuracy");
   for (int t = 0; t <= 4; ++t) {
@@ -155,7 +155,7 @@ std::string latency_plot(const json& models, const char* field, const char* p50,
   const double left = 260, width = 420, row = 26;
   const double height = 20 + row * static_cast<double>(models.size()) + 30;
   std::string svg = fmt::format(
-      "<svg xmlns='http://www.w3.org/2000/svg' width='{}' height='{}' role='img' "
+      "<svg width='{}' height='{}' role='img' "
       "aria-label='{} distribution'>\n",
       left + width + 30, height, unit);
   for (int t = 0; t <= 4; ++t) {

@@ -102,11 +102,18 @@ std::string read_text(const std::string& path) {
   return ss.str();
 }
 
+// Writes through a temporary file and a rename, so a kill leaves the old file or the new one.
 void write_text(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  out.flush();
-  if (!out) fail("{}: cannot write", path);
+  const std::string temporary = path + ".tmp";
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.flush();
+    if (!out) fail("{}: cannot write", temporary);
+  }
+  std::error_code ec;
+  std::filesystem::rename(temporary, path, ec);
+  if (ec) fail("{}: cannot write: {}", path, ec.message());
 }
 
 std::shared_ptr<ModelBackend> open_backend(const EvalArgs& args, const std::string& model) {
