@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <set>
 #include <vector>
@@ -24,6 +25,13 @@ const char* color(size_t i) {
 std::string label(const json& m) {
   std::string l = m["model"].get<std::string>();
   if (!m["reasoning_budget"].is_null()) l += " @ budget " + m["reasoning_budget"].dump();
+  return l;
+}
+
+// The model file's name instead of its path (plots have little room), with the budget.
+std::string short_label(const json& m) {
+  std::string l = std::filesystem::path(m["model"].get<std::string>()).filename().string();
+  if (!m["reasoning_budget"].is_null()) l += " @ " + m["reasoning_budget"].dump();
   return l;
 }
 
@@ -84,7 +92,8 @@ std::string budget_plot(const json& models, bool tokens) {
     const int64_t b = m["reasoning_budget"].get<int64_t>();
     const double y =
         tokens ? m["tokens"]["generated_mean"].get<double>() : m["accuracy"].get<double>();
-    lines[m["model"].get<std::string>()].emplace_back(b, y);
+    lines[std::filesystem::path(m["model"].get<std::string>()).filename().string()].emplace_back(b,
+                                                                                                 y);
     budgets.insert(b);
     top = std::max(top, y);
   }
@@ -169,7 +178,7 @@ std::string latency_plot(const json& models, const char* field, const char* p50,
     const json& m = models[mi];
     const double y = 20 + row * static_cast<double>(mi) + row / 2;
     svg += fmt::format("<text x='{}' y='{}' font-size='12' text-anchor='end'>{}</text>\n", left - 6,
-                       y + 4, html_escape(label(m)));
+                       y + 4, html_escape(short_label(m)));
     for (const json& t : m["tasks"]) {
       const double v = t[field].get<double>();
       if (t.contains("error") || v <= 0) continue;
