@@ -109,4 +109,15 @@ struct ParseOptions {
 ParsedOutput parse_gemma4_output(std::string_view output, std::string_view generation_prompt,
                                  const Json& tools = Json(), const ParseOptions& options = {});
 
+// Qwen3.5's output (qwen35.md §9.3): <think> reasoning, then content, then XML tool calls of the
+// declared tools with typed arguments (see chat_parser_qwen35.cpp for the rules and where they
+// keep text that llama.cpp drops).
+ParsedOutput parse_qwen35_output(std::string_view output, std::string_view generation_prompt,
+                                 const Json& tools = Json(), const ParseOptions& options = {});
+
+// The output parser of `format` (kNone: everything is content).
+ParsedOutput parse_output(ChatFormat format, std::string_view output,
+                          std::string_view generation_prompt, const Json& tools = Json(),
+                          const ParseOptions& options = {});
+
 }  // namespace boltrt::text
