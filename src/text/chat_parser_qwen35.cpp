@@ -225,6 +225,11 @@ ParsedOutput parse_qwen35_output(std::string_view output, std::string_view gener
   return out;
 }
 
+ThoughtMarkerText thought_markers(ChatFormat format) {
+  if (format == ChatFormat::kQwen35) return {"<think>", "\n", "</think>"};
+  return {"<|channel>", "thought\n", "<channel|>"};
+}
+
 ParsedOutput parse_output(ChatFormat format, std::string_view output,
                           std::string_view generation_prompt, const Json& tools,
                           const ParseOptions& options) {

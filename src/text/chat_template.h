@@ -115,6 +115,14 @@ ParsedOutput parse_gemma4_output(std::string_view output, std::string_view gener
 ParsedOutput parse_qwen35_output(std::string_view output, std::string_view generation_prompt,
                                  const Json& tools = Json(), const ParseOptions& options = {});
 
+// How a format marks a thought, as text (the tokens are found by this text): Gemma 4's
+// "<|channel>" + "thought\n" ... "<channel|>" (also kNone: a vocabulary may carry the markers
+// without a template), Qwen3.5's "<think>" + "\n" ... "</think>".
+struct ThoughtMarkerText {
+  std::string open, label, close;
+};
+ThoughtMarkerText thought_markers(ChatFormat format);
+
 // The output parser of `format` (kNone: everything is content).
 ParsedOutput parse_output(ChatFormat format, std::string_view output,
                           std::string_view generation_prompt, const Json& tools = Json(),
