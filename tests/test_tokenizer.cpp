@@ -395,9 +395,24 @@ TEST(TokenizerErrors, OneLineNamingTheKey) {
   }
   {
     MetaWriter w;
-    w.str("tokenizer.ggml.model", "gpt2");
+    w.str("tokenizer.ggml.model", "bert");
     w.strings("tokenizer.ggml.tokens", {"a"});
-    EXPECT_NE(load_error(w).find("unsupported tokenizer 'gpt2'"), std::string::npos);
+    EXPECT_NE(load_error(w).find("unsupported tokenizer 'bert'"), std::string::npos);
+  }
+  {
+    MetaWriter w;
+    w.str("tokenizer.ggml.model", "gpt2");
+    w.str("tokenizer.ggml.pre", "llama3");
+    w.strings("tokenizer.ggml.tokens", {"a"});
+    EXPECT_NE(load_error(w).find("tokenizer.ggml.pre: unsupported pre-tokenizer 'llama3'"),
+              std::string::npos);
+  }
+  {
+    MetaWriter w;
+    w.str("tokenizer.ggml.model", "gpt2");
+    w.str("tokenizer.ggml.pre", "qwen35");
+    w.strings("tokenizer.ggml.tokens", {"a"});
+    EXPECT_NE(load_error(w).find("tokenizer.ggml.merges: missing"), std::string::npos);
   }
   {
     MetaWriter w;

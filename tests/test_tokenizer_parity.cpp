@@ -327,7 +327,8 @@ TEST_P(TokenizerParity, DetokenizeSubset) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Vocabularies, TokenizerParity,
-                         ::testing::Values("ggml-vocab-gemma-4", "ggml-vocab-llama-spm"),
+                         ::testing::Values("ggml-vocab-gemma-4", "ggml-vocab-llama-spm",
+                                           "ggml-vocab-qwen35"),
                          [](const auto& info) {
                            std::string name = info.param;
                            for (char& c : name) {

@@ -25,10 +25,11 @@ GgufBackend::GgufBackend(std::shared_ptr<const gguf::File> file, SequenceFactory
   vocab_.end_of_generation = tokenizer_->eog_tokens();
   vocab_.suppressed = tokenizer_->suppress_tokens();  // tokenizer.ggml.suppress_tokens
   vocab_.grammar_vocabulary = grammar::lazy_vocabulary_of(*tokenizer_);
-  const int32_t open = tokenizer_->find("<|channel>");
-  const int32_t close = tokenizer_->find("<channel|>");
+  const text::ThoughtMarkerText thought = text::thought_markers(template_.format());
+  const int32_t open = tokenizer_->find(thought.open);
+  const int32_t close = tokenizer_->find(thought.close);
   if (open != text::kNoToken && close != text::kNoToken)
-    markers_ = ReasoningMarkers{open, close, "thought\n"};
+    markers_ = ReasoningMarkers{open, close, thought.label};
 }
 
 std::unique_ptr<LanguageModel> GgufBackend::new_sequence() {
@@ -89,7 +90,7 @@ ParsedReply GgufBackend::parse_reply(std::span<const int32_t> prompt, const Rend
   // Reasoning and content by the markers, as `boltrt chat` streams them.
   ParsedReply reply = ModelBackend::parse_reply(prompt, chat, tools, result);
   if (chat.generation_prompt.empty() || !has_chat_template()) return reply;
-  // Tool calls (and the exact split) by the Gemma 4 output parser, on the text with its
+  // Tool calls (and the exact split) by the chat format's output parser, on the text with its
   // special tokens.
   std::vector<int32_t> tokens;
   for (int32_t t : result.tokens)
@@ -101,7 +102,7 @@ ParsedReply GgufBackend::parse_reply(std::span<const int32_t> prompt, const Rend
       output.resize(at);
   }
   const text::ParsedOutput parsed =
-      text::parse_gemma4_output(output, chat.generation_prompt, tools);
+      text::parse_output(template_.format(), output, chat.generation_prompt, tools);
   if (!parsed.well_formed) return reply;
   reply.reasoning = parsed.reasoning;
   reply.content = parsed.content;

@@ -48,8 +48,7 @@ class GgufBackend : public ModelBackend {
                                 bool add_generation_prompt = true) const override;
   std::string tool_call_grammar(const nlohmann::ordered_json& tools,
                                 const text::ToolChoice& choice) const override {
-    if (template_.format() != text::ChatFormat::kGemma4) return "";
-    return text::gemma4_tool_call_gbnf(tools, choice);
+    return text::tool_call_gbnf(template_.format(), tools, choice, *tokenizer_);
   }
   ParsedReply parse_reply(std::span<const int32_t> prompt, const RenderedChat& chat,
                           const nlohmann::ordered_json& tools,

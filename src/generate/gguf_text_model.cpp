@@ -124,11 +124,12 @@ class GgufTextModel : public TextModel {
   }
 
   std::optional<ReasoningMarkers> reasoning_markers() const override {
-    if (template_.format() != text::ChatFormat::kGemma4) return std::nullopt;
-    const int32_t open = tokenizer_->find("<|channel>");
-    const int32_t close = tokenizer_->find("<channel|>");
+    if (template_.format() == text::ChatFormat::kNone) return std::nullopt;
+    const text::ThoughtMarkerText thought = text::thought_markers(template_.format());
+    const int32_t open = tokenizer_->find(thought.open);
+    const int32_t close = tokenizer_->find(thought.close);
     if (open == text::kNoToken || close == text::kNoToken) return std::nullopt;
-    return ReasoningMarkers{open, close, "thought\n"};
+    return ReasoningMarkers{open, close, thought.label};
   }
 
   SamplerConfig sampling_defaults(const SamplerConfig& defaults) const override {

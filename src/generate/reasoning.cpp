@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <unordered_set>
 
+#include "text/chat_template.h"
 #include "text/tokenizer.h"
 #include "util/error.h"
 
@@ -52,24 +53,24 @@ struct ReasoningController::Shared {
 // ---- vocabulary ---------------------------------------------------------------------------------
 
 std::optional<ReasoningVocab> ReasoningVocab::for_tokenizer(const text::Tokenizer& tokenizer) {
-  const text::TokenId open = tokenizer.find("<|channel>");
-  const text::TokenId close = tokenizer.find("<channel|>");
-  if (open == text::kNoToken || close == text::kNoToken) return std::nullopt;
-  ReasoningVocab v;
-  v.start = {open};
-  v.label = "thought\n";
-  v.end = {close};
-  v.end_of_generation = tokenizer.eog_tokens();
-  const text::Tokenizer* t = &tokenizer;
-  v.piece = [t](int32_t id) { return t->valid(id) ? t->piece(id, false) : std::string(); };
-  v.encode = [t](std::string_view s) { return t->encode(s, false, true); };
-  const text::TokenId call_open = tokenizer.find("<|tool_call>");
-  const text::TokenId call_close = tokenizer.find("<tool_call|>");
-  if (call_open != text::kNoToken && call_close != text::kNoToken) {
-    v.tool_call_open = {call_open};
-    v.tool_call_close = {call_close};
+  // Gemma 4's markers, else Qwen3.5's: whichever the vocabulary has as tokens.
+  for (text::ChatFormat format : {text::ChatFormat::kGemma4, text::ChatFormat::kQwen35}) {
+    const text::ThoughtMarkerText m = text::thought_markers(format);
+    const text::TokenId open = tokenizer.find(m.open);
+    const text::TokenId close = tokenizer.find(m.close);
+    if (open == text::kNoToken || close == text::kNoToken) continue;
+    ReasoningVocab v;
+    v.start = {open};
+    v.label = m.label;
+    v.end = {close};
+    v.end_of_generation = tokenizer.eog_tokens();
+    const text::Tokenizer* t = &tokenizer;
+    v.piece = [t](int32_t id) { return t->valid(id) ? t->piece(id, false) : std::string(); };
+    v.encode = [t](std::string_view s) { return t->encode(s, false, true); };
+    set_tool_call_markers(v);
+    return v;
   }
-  return v;
+  return std::nullopt;
 }
 
 ReasoningVocab ReasoningVocab::from_markers(
@@ -82,15 +83,25 @@ ReasoningVocab ReasoningVocab::from_markers(
   v.end_of_generation = vocab.end_of_generation;
   v.piece = vocab.piece;
   v.encode = std::move(encode);
-  // Gemma 4's tool-call markers, when the vocabulary has them as tokens of their own (a byte
-  // vocabulary spells the text in many tokens: no markers then).
-  std::vector<int32_t> call_open = v.encode("<|tool_call>");
-  std::vector<int32_t> call_close = v.encode("<tool_call|>");
-  if (call_open.size() == 1 && call_close.size() == 1 && call_open != call_close) {
-    v.tool_call_open = std::move(call_open);
-    v.tool_call_close = std::move(call_close);
-  }
+  set_tool_call_markers(v);
   return v;
+}
+
+// Gemma 4's (<|tool_call> <tool_call|>) or Qwen3.5's (<tool_call> </tool_call>) tool-call
+// markers, whichever the vocabulary has as tokens of their own (a vocabulary that spells the
+// text in many tokens: no markers then).
+void ReasoningVocab::set_tool_call_markers(ReasoningVocab& v) {
+  const std::pair<std::string_view, std::string_view> pairs[] = {{"<|tool_call>", "<tool_call|>"},
+                                                                 {"<tool_call>", "</tool_call>"}};
+  for (const auto& [open, close] : pairs) {
+    std::vector<int32_t> call_open = v.encode(open);
+    std::vector<int32_t> call_close = v.encode(close);
+    if (call_open.size() == 1 && call_close.size() == 1 && call_open != call_close) {
+      v.tool_call_open = std::move(call_open);
+      v.tool_call_close = std::move(call_close);
+      return;
+    }
+  }
 }
 
 // ---- configuration ------------------------------------------------------------------------------

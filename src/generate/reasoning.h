@@ -70,14 +70,15 @@ struct ReasoningVocab {
   std::vector<int32_t> tool_call_open;
   std::vector<int32_t> tool_call_close;
 
-  // Gemma 4 markers (<|channel>, <channel|>, label "thought\n") from a tokenizer; nullopt when
-  // the vocabulary lacks them.
+  // Gemma 4 markers (<|channel>, <channel|>, label "thought\n"), else Qwen3.5's (<think>,
+  // </think>, label "\n"), from a tokenizer; nullopt when the vocabulary has neither.
   static std::optional<ReasoningVocab> for_tokenizer(const text::Tokenizer& tokenizer);
   // From what TextModel / ModelBackend expose (their reasoning_markers(), vocab(), tokenize()).
-  // The tool-call markers are taken when `encode` turns "<|tool_call>" and "<tool_call|>" into
-  // one (special) token each.
+  // The tool-call markers are taken when `encode` turns "<|tool_call>" and "<tool_call|>" (Gemma
+  // 4), or "<tool_call>" and "</tool_call>" (Qwen3.5), into one (special) token each.
   static ReasoningVocab from_markers(const ReasoningMarkers& markers, const GenerationVocab& vocab,
                                      std::function<std::vector<int32_t>(std::string_view)> encode);
+  static void set_tool_call_markers(ReasoningVocab& v);
   template <class Model>  // TextModel or ModelBackend
   static std::optional<ReasoningVocab> of(const Model& model) {
     const auto markers = model.reasoning_markers();

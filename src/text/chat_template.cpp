@@ -491,6 +491,211 @@ std::pair<std::string, std::string> render_gemma4(const std::vector<RenderMessag
   return {out, generation};
 }
 
+// ---- Qwen3.5 (qwen35.md §9) --------------------------------------------------------------------
+// The model's Jinja template (llama.cpp's models/templates/Qwen3.5-4B.jinja) written out in C++,
+// with `tojson` as Hugging Face and llama.cpp's Jinja engine apply it: keys in their given order,
+// ", " and ": " separators, non-ASCII characters kept.
+
+void json_string(std::string& out, std::string_view s) {
+  out += '"';
+  for (char c : s) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned char>(c));
+          out += buf;
+        } else {
+          out += c;
+        }
+    }
+  }
+  out += '"';
+}
+
+void to_json_text(std::string& out, const Json& v) {
+  if (v.is_object()) {
+    out += '{';
+    bool first = true;
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      if (!first) out += ", ";
+      first = false;
+      json_string(out, it.key());
+      out += ": ";
+      to_json_text(out, it.value());
+    }
+    out += '}';
+  } else if (v.is_array()) {
+    out += '[';
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (i > 0) out += ", ";
+      to_json_text(out, v[i]);
+    }
+    out += ']';
+  } else if (v.is_string()) {
+    json_string(out, v.get_ref<const std::string&>());
+  } else {
+    out += v.dump();  // null, true/false, numbers
+  }
+}
+
+std::string to_json_text(const Json& v) {
+  std::string out;
+  to_json_text(out, v);
+  return out;
+}
+
+// `value | string` in the template (a tool-call argument that is not a mapping or a list).
+std::string qwen_scalar_text(const Json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_boolean()) return v.get<bool>() ? "True" : "False";
+  if (v.is_null()) return "None";
+  return v.dump();
+}
+
+bool is_tool_response_text(std::string_view s) {
+  constexpr std::string_view kOpen = "<tool_response>", kClose = "</tool_response>";
+  return s.size() >= kOpen.size() && s.substr(0, kOpen.size()) == kOpen &&
+         s.size() >= kClose.size() && s.substr(s.size() - kClose.size()) == kClose;
+}
+
+std::string strip_left_newlines(std::string_view s) {
+  const size_t b = s.find_first_not_of('\n');
+  return b == std::string_view::npos ? std::string() : std::string(s.substr(b));
+}
+
+std::string strip_right_newlines(std::string_view s) {
+  const size_t e = s.find_last_not_of('\n');
+  return e == std::string_view::npos ? std::string() : std::string(s.substr(0, e + 1));
+}
+
+constexpr std::string_view kQwenToolInstructions =
+    "\n\nIf you choose to call a function ONLY reply in the following format with NO suffix:\n\n"
+    "<tool_call>\n<function=example_function_name>\n<parameter=example_parameter_1>\nvalue_1\n"
+    "</parameter>\n<parameter=example_parameter_2>\nThis is the value for the second parameter\n"
+    "that can span\nmultiple lines\n</parameter>\n</function>\n</tool_call>\n\n<IMPORTANT>\n"
+    "Reminder:\n- Function calls MUST follow the specified format: an inner <function=...>"
+    "</function> block must be nested within <tool_call></tool_call> XML tags\n- Required "
+    "parameters MUST be specified\n- You may provide optional reasoning for your function call "
+    "in natural language BEFORE the function call, but NOT after\n- If there is no function call "
+    "available, answer the question like normal with your current knowledge and do not tell the "
+    "user about function calls\n</IMPORTANT>";
+
+std::pair<std::string, std::string> render_qwen35(const std::vector<ChatMessage>& messages,
+                                                  const Json& tools, bool add_generation_prompt,
+                                                  bool enable_thinking) {
+  if (messages.empty()) fail("chat: no messages");
+  std::string out;
+  const bool system_first = messages[0].role == "system";
+  if (!tools.empty()) {
+    out += "<|im_start|>system\n# Tools\n\nYou have access to the following functions:\n\n<tools>";
+    for (const Json& tool : tools) out += "\n" + lit(to_json_text(tool));
+    out += "\n</tools>";
+    out += kQwenToolInstructions;
+    if (system_first) {
+      const std::string content = trim(messages[0].content);
+      if (!content.empty()) out += "\n\n" + lit(content);
+    }
+    out += "<|im_end|>\n";
+  } else if (system_first) {
+    out += "<|im_start|>system\n" + lit(trim(messages[0].content)) + "<|im_end|>\n";
+  }
+
+  // The last user message that is a real query (not a wrapped tool response).
+  size_t last_query = messages.size();
+  for (size_t i = messages.size(); i-- > 0;) {
+    if (messages[i].role == "user" && !is_tool_response_text(trim(messages[i].content))) {
+      last_query = i;
+      break;
+    }
+  }
+  if (last_query == messages.size()) fail("chat: no user message (Qwen3.5's template needs one)");
+
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const ChatMessage& m = messages[i];
+    std::string content = trim(m.content);
+    if (m.role == "system") {
+      if (i != 0) fail("chat message {}: a system message must come first", i);
+    } else if (m.role == "user") {
+      out += "<|im_start|>user\n" + lit(content) + "<|im_end|>\n";
+    } else if (m.role == "assistant") {
+      std::string reasoning = m.reasoning_content;
+      if (reasoning.empty() && content.find("</think>") != std::string::npos) {
+        const std::string before = content.substr(0, content.find("</think>"));
+        const size_t open = before.rfind("<think>");
+        reasoning = strip_left_newlines(
+            strip_right_newlines(open == std::string::npos ? before : before.substr(open + 7)));
+        content = strip_left_newlines(content.substr(content.rfind("</think>") + 8));
+      }
+      reasoning = trim(reasoning);
+      if (i > last_query) {
+        out +=
+            "<|im_start|>assistant\n<think>\n" + lit(reasoning) + "\n</think>\n\n" + lit(content);
+      } else {
+        out += "<|im_start|>assistant\n" + lit(content);
+      }
+      for (size_t k = 0; k < m.tool_calls.size(); ++k) {
+        const ToolCall& c = m.tool_calls[k];
+        Json args;
+        try {
+          args = Json::parse(c.arguments);
+        } catch (const std::exception&) {
+          fail("chat message {}: tool call '{}': arguments are not valid JSON: {}", i, c.name,
+               c.arguments.substr(0, 80));
+        }
+        if (!args.is_object()) {
+          fail("chat message {}: tool call '{}': arguments must be a JSON object", i, c.name);
+        }
+        if (k > 0) {
+          out += "\n";
+        } else if (!content.empty()) {
+          out += "\n\n";
+        }
+        out += "<tool_call>\n<function=" + lit(c.name) + ">\n";
+        for (auto it = args.begin(); it != args.end(); ++it) {
+          const Json& v = it.value();
+          out += "<parameter=" + lit(it.key()) + ">\n";
+          out += lit(v.is_object() || v.is_array() ? to_json_text(v) : qwen_scalar_text(v));
+          out += "\n</parameter>\n";
+        }
+        out += "</function>\n</tool_call>";
+      }
+      out += "<|im_end|>\n";
+    } else if (m.role == "tool") {
+      if (i > 0 && messages[i - 1].role != "tool") out += "<|im_start|>user";
+      out += "\n<tool_response>\n" + lit(content) + "\n</tool_response>";
+      if (i + 1 == messages.size() || messages[i + 1].role != "tool") out += "<|im_end|>\n";
+    } else {
+      fail("chat message {}: role '{}' is not one of system, user, assistant, tool", i, m.role);
+    }
+  }
+  std::string generation = "<|im_start|>assistant\n";
+  generation += enable_thinking ? "<think>\n" : "<think>\n\n</think>\n\n";
+  if (add_generation_prompt) out += generation;
+  return {out, generation};
+}
+
 }  // namespace
 
 std::vector<ChatMessage> messages_from_json(const Json& messages) {
@@ -541,6 +746,14 @@ std::vector<ChatMessage> messages_from_json(const Json& messages) {
 
 ChatTemplate ChatTemplate::for_source(std::string_view source, std::string* warning) {
   if (source.empty()) return ChatTemplate(ChatFormat::kNone);
+  // Qwen3.5: ChatML turns with Qwen's XML tool calls (llama.cpp picks its "Qwen3-Coder" XML
+  // format by these three markers).
+  if (source.find("<|im_start|>") != std::string_view::npos &&
+      source.find("<tool_call>") != std::string_view::npos &&
+      source.find("<function=") != std::string_view::npos &&
+      source.find("<parameter=") != std::string_view::npos) {
+    return ChatTemplate(ChatFormat::kQwen35);
+  }
   // llama.cpp recognises Gemma 4 templates by their tool-call marker.
   if (source.find("'<|tool_call>call:'") == std::string_view::npos && warning) {
     *warning =
@@ -563,10 +776,18 @@ ChatPrompt ChatTemplate::render(const std::vector<ChatMessage>& messages, const 
     const std::string& r = messages[i].role;
     if (r.empty()) fail("chat message {}: empty role", i);
   }
+  ChatPrompt p;
+  if (format_ == ChatFormat::kQwen35) {
+    auto [text, generation] = render_qwen35(messages, normalize_tools(tools),
+                                            options.add_generation_prompt, options.enable_thinking);
+    p.literal = take_literal_marks(text);
+    p.generation_prompt = std::move(generation);
+    p.text = std::move(text);
+    return p;
+  }
   const std::vector<RenderMessage> folded = fold_tool_messages(messages);
   auto [text, generation] = render_gemma4(folded, normalize_tools(tools),
                                           options.add_generation_prompt, options.enable_thinking);
-  ChatPrompt p;
   p.literal = take_literal_marks(text);
   p.generation_prompt = generation;
   if (options.add_generation_prompt && text.size() >= 8 &&

@@ -1,6 +1,6 @@
-// Chat prompts for Gemma 4 (gemma4.md §9), rendered byte for byte as llama.cpp renders the
-// model's own Jinja template (tokenizer.chat_template), and the parser that splits a model's
-// output into reasoning, content and tool calls as llama.cpp's Gemma 4 parser does.
+// Chat prompts for Gemma 4 (gemma4.md §9) and Qwen3.5 (qwen35.md §9), rendered byte for byte as
+// the model's own Jinja template (tokenizer.chat_template) renders them, and the parsers that
+// split a model's output into reasoning, content and tool calls as llama.cpp's parsers do.
 //
 // Typical use:
 //   ChatTemplate tmpl = ChatTemplate::for_tokenizer(tokenizer);   // warns on unknown templates
@@ -33,7 +33,9 @@ struct ChatMessage {
   std::string content;
   std::vector<ToolCall> tool_calls;  // assistant messages
   std::string tool_call_id;          // tool messages
-  std::string reasoning_content;     // kept for callers; Gemma 4's template never shows it
+  // Gemma 4's template never shows it; Qwen3.5's shows it in the current agentic turn (empty =
+  // absent: then a "<think>...</think>" in `content` is taken instead, as the template does).
+  std::string reasoning_content;
 };
 
 // Messages and tools in OpenAI chat-completions JSON (content may be a string or a list of
@@ -42,8 +44,9 @@ std::vector<ChatMessage> messages_from_json(const Json& messages);
 
 struct ChatOptions {
   bool add_generation_prompt = true;
-  // Thinking on: <|think|> opens the system turn. Off: the template pre-fills an empty thought
-  // channel so the model answers directly.
+  // Gemma 4: thinking on, <|think|> opens the system turn; off, the template pre-fills an empty
+  // thought channel so the model answers directly. Qwen3.5: the generation prompt opens
+  // "<think>\n" (on) or writes an empty "<think>\n\n</think>\n\n" (off).
   bool enable_thinking = false;
 };
 
@@ -63,13 +66,16 @@ struct ChatPrompt {
 enum class ChatFormat {
   kNone,    // the file has no chat template: plain completion
   kGemma4,  // Gemma 4 turns, thinking, tools
+  kQwen35,  // Qwen3.5: ChatML turns, <think> blocks, XML tool calls (<function=...>)
 };
 
 class ChatTemplate {
  public:
   // The format for a model: Gemma 4 when its tokenizer.chat_template is Gemma 4's (recognised by
-  // its tool-call marker), Gemma 4 with a warning in *warning when the template is some other
-  // one, kNone when the file has no template.
+  // its tool-call marker), Qwen3.5 when it is a ChatML template with Qwen's XML tool calls
+  // ("<tool_call>", "<function=", "<parameter=", as llama.cpp recognises it), Gemma 4 with a
+  // warning in *warning when the template is some other one, kNone when the file has no
+  // template.
   static ChatTemplate for_tokenizer(const Tokenizer& tokenizer, std::string* warning = nullptr);
   static ChatTemplate for_source(std::string_view template_source, std::string* warning = nullptr);
   explicit ChatTemplate(ChatFormat format = ChatFormat::kGemma4) : format_(format) {}
@@ -102,5 +108,24 @@ struct ParseOptions {
 
 ParsedOutput parse_gemma4_output(std::string_view output, std::string_view generation_prompt,
                                  const Json& tools = Json(), const ParseOptions& options = {});
+
+// Qwen3.5's output (qwen35.md §9.3): <think> reasoning, then content, then XML tool calls of the
+// declared tools with typed arguments (see chat_parser_qwen35.cpp for the rules and where they
+// keep text that llama.cpp drops).
+ParsedOutput parse_qwen35_output(std::string_view output, std::string_view generation_prompt,
+                                 const Json& tools = Json(), const ParseOptions& options = {});
+
+// How a format marks a thought, as text (the tokens are found by this text): Gemma 4's
+// "<|channel>" + "thought\n" ... "<channel|>" (also kNone: a vocabulary may carry the markers
+// without a template), Qwen3.5's "<think>" + "\n" ... "</think>".
+struct ThoughtMarkerText {
+  std::string open, label, close;
+};
+ThoughtMarkerText thought_markers(ChatFormat format);
+
+// The output parser of `format` (kNone: everything is content).
+ParsedOutput parse_output(ChatFormat format, std::string_view output,
+                          std::string_view generation_prompt, const Json& tools = Json(),
+                          const ParseOptions& options = {});
 
 }  // namespace boltrt::text

@@ -10,7 +10,9 @@
 #include <map>
 
 #include "gguf/gguf.h"
+#include "text/pretokenizer.h"
 #include "text/tokenizer_index.h"
+#include "text/utf8.h"
 #include "util/error.h"
 
 namespace boltrt::text {
@@ -47,7 +49,9 @@ uint32_t attr_from_type(int64_t type) {
   }
 }
 
-// Token texts that llama.cpp treats as end-of-turn when the file names no eot id.
+// Token texts that llama.cpp treats as end-of-turn when the file names no eot id. llama.cpp
+// takes the first one its hash map yields; we take the first in this order (for Qwen's
+// vocabulary that is <|im_end|>, as llama.cpp reports).
 constexpr std::string_view kEotTexts[] = {
     "<|eot_id|>",         "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
     "<|end_of_text|>",    "<EOT>",      "_<EOT>",  "[EOT]",         "<｜end▁of▁sentence｜>",
@@ -78,6 +82,59 @@ constexpr std::string_view kEogTexts[] = {
     "<turn|>",
     "<|tool_response>",
 };
+
+// Fill-in-the-middle tokens llama.cpp recognises by text (each marked CONTROL); the pad, repo
+// and file-separator ones also end generation.
+enum Fim { kFimPre, kFimSuf, kFimMid, kFimPad, kFimRep, kFimSep, kFimCount };
+constexpr std::string_view kFimKeys[kFimCount] = {
+    "tokenizer.ggml.fim_pre_token_id", "tokenizer.ggml.fim_suf_token_id",
+    "tokenizer.ggml.fim_mid_token_id", "tokenizer.ggml.fim_pad_token_id",
+    "tokenizer.ggml.fim_rep_token_id", "tokenizer.ggml.fim_sep_token_id",
+};
+constexpr std::string_view kFimOldKeys[3] = {
+    "tokenizer.ggml.prefix_token_id",
+    "tokenizer.ggml.suffix_token_id",
+    "tokenizer.ggml.middle_token_id",
+};
+const std::vector<std::string_view> kFimTexts[kFimCount] = {
+    {"<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<｜fim▁begin｜>", "<PRE>", "▁<PRE>",
+     "<|code_prefix|>", "<|prefix|>"},
+    {"<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<｜fim▁hole｜>", "<SUF>", "▁<SUF>",
+     "<|code_suffix|>", "<|suffix|>"},
+    {"<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<｜fim▁end｜>", "<MID>", "▁<MID>",
+     "<|code_middle|>", "<|middle|>"},
+    {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"},
+    {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"},
+    {"<|file_sep|>"},
+};
+
+// A byte-level vocabulary string back to bytes (llama.cpp's rule for characters outside the
+// alphabet: "[UNK_BYTE_0x<hex of the character's UTF-8>" + the whole token text + "]").
+std::string level_text_to_bytes(const std::string& token) {
+  const std::string text = normalize_utf8_like_llama(token);
+  std::string out;
+  for (size_t i = 0; i < text.size();) {
+    const auto lead = static_cast<uint8_t>(text[i]);
+    const size_t len = std::min(utf8_lead_length(lead), text.size() - i);
+    uint32_t cp = len == 1 ? lead : lead & (0x7F >> len);
+    for (size_t k = 1; k < len; ++k) cp = cp << 6 | (static_cast<uint8_t>(text[i + k]) & 0x3F);
+    const int byte = level_char_to_byte(cp);
+    if (byte >= 0) {
+      out.push_back(static_cast<char>(byte));
+    } else {
+      out += "[UNK_BYTE_0x";
+      for (size_t k = 0; k < len; ++k) {
+        char hex[4];
+        std::snprintf(hex, sizeof hex, "%02x", static_cast<uint8_t>(text[i + k]));
+        out += hex;
+      }
+      out += token;
+      out += "]";
+    }
+    i += len;
+  }
+  return out;
+}
 
 const gguf::Array* required_array(const gguf::File& f, std::string_view key) {
   const gguf::Array* a = f.get_array(key);
@@ -121,11 +178,21 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const gguf::File& f) {
     t->kind_ = TokenizerKind::kGemma4Bpe;
   } else if (*model == "llama") {
     t->kind_ = TokenizerKind::kSentencePiece;
+  } else if (*model == "gpt2") {
+    t->kind_ = TokenizerKind::kByteBpe;
+    const std::optional<std::string> pre = f.get_string("tokenizer.ggml.pre");
+    if (!pre || *pre != "qwen35") {
+      fail(
+          "{}: tokenizer.ggml.pre: unsupported pre-tokenizer '{}' for tokenizer gpt2 "
+          "(supported: qwen35)",
+          path, pre.value_or(""));
+    }
   } else {
-    fail("{}: tokenizer.ggml.model: unsupported tokenizer '{}' (supported: gemma4, llama)", path,
-         *model);
+    fail("{}: tokenizer.ggml.model: unsupported tokenizer '{}' (supported: gemma4, llama, gpt2)",
+         path, *model);
   }
   const bool spm = t->kind_ == TokenizerKind::kSentencePiece;
+  const bool byte_level = t->kind_ == TokenizerKind::kByteBpe;
 
   // ---- tokens, scores, types ----------------------------------------------------------------
   const gguf::Array* tokens = required_array(f, "tokenizer.ggml.tokens");
@@ -203,7 +270,7 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const gguf::File& f) {
       ix.merges.add(l, r, {static_cast<int32_t>(i), ix.symbols.intern(joined)});
     }
   }
-  for (int b = 0; b < 256; ++b) {
+  for (int b = 0; b < 256 && !byte_level; ++b) {
     char hex[8];
     std::snprintf(hex, sizeof hex, "<0x%02X>", b);
     t->byte_tokens_[b] = t->find(hex);
@@ -216,12 +283,17 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const gguf::File& f) {
 
   // ---- special ids and flags --------------------------------------------------------------------
   TokenId eom = kNoToken;
+  TokenId fim[kFimCount] = {kNoToken, kNoToken, kNoToken, kNoToken, kNoToken, kNoToken};
   if (spm) {
     t->bos_ = 1;
     t->eos_ = 2;
     t->unk_ = 0;
     t->add_bos_ = true;
     t->add_space_prefix_ = true;
+  } else if (byte_level) {
+    t->bos_ = 11;  // llama.cpp's defaults for gpt2 vocabularies, before the file's keys
+    t->eos_ = 11;
+    t->clean_spaces_ = false;  // qwen35
   } else {
     t->clean_spaces_ = true;
   }
@@ -238,10 +310,18 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const gguf::File& f) {
     const std::optional<int64_t> v = f.get_int(key);
     if (v && *v >= 0 && *v < n_tok) *id = static_cast<TokenId>(*v);  // out of range: default
   }
+  for (int k = 0; k < kFimCount; ++k) {
+    for (std::string_view key : {kFimKeys[k], k < 3 ? kFimOldKeys[k] : std::string_view()}) {
+      const std::optional<int64_t> v = key.empty() ? std::nullopt : f.get_int(key);
+      if (v && *v >= 0 && *v < n_tok) fim[k] = static_cast<TokenId>(*v);
+    }
+  }
   if (auto v = f.get_bool("tokenizer.ggml.add_bos_token")) t->add_bos_ = *v;
   if (auto v = f.get_bool("tokenizer.ggml.add_eos_token")) t->add_eos_ = *v;
   if (auto v = f.get_bool("tokenizer.ggml.add_space_prefix")) t->add_space_prefix_ = *v;
-  if (!spm) t->add_bos_ = true;  // llama.cpp forces BOS for Gemma 4 (PR #21500)
+  if (t->kind_ == TokenizerKind::kGemma4Bpe) {
+    t->add_bos_ = true;  // llama.cpp forces BOS for Gemma 4 (PR #21500)
+  }
   if ((t->add_bos_ && t->bos_ == kNoToken) || (t->add_eos_ && t->eos_ == kNoToken)) {
     fail("{}: tokenizer.ggml.add_{}_token is set but the file has no valid {} token id", path,
          t->add_bos_ && t->bos_ == kNoToken ? "bos" : "eos",
@@ -264,13 +344,22 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const gguf::File& f) {
   // llama.cpp's hash order is unspecified.
   auto mark_control = [&](TokenId id) { t->attrs_[id] |= kAttrControl; };
   if (t->eot_ == kNoToken) {
-    for (TokenId id = 0; id < n_tok && t->eot_ == kNoToken; ++id) {
-      for (std::string_view s : kEotTexts) {
-        if (t->tokens_[id] == s) {
-          t->eot_ = id;
-          mark_control(id);
-        }
-      }
+    for (std::string_view s : kEotTexts) {
+      const TokenId id = t->find(s);
+      if (id == kNoToken) continue;
+      t->eot_ = id;
+      mark_control(id);
+      break;
+    }
+  }
+  for (int k = 0; k < kFimCount; ++k) {
+    if (fim[k] != kNoToken) continue;
+    for (std::string_view s : kFimTexts[k]) {
+      const TokenId id = t->find(s);
+      if (id == kNoToken) continue;
+      fim[k] = id;
+      mark_control(id);
+      break;
     }
   }
   if (eom == kNoToken) {
@@ -283,6 +372,9 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const gguf::File& f) {
     }
   }
   std::vector<TokenId> eog;
+  for (int k : {kFimPad, kFimRep, kFimSep}) {
+    if (fim[k] != kNoToken) eog.push_back(fim[k]);
+  }
   for (std::string_view s : kEogTexts) {
     const TokenId id = t->find(s);
     if (id == kNoToken) continue;
@@ -334,6 +426,8 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const gguf::File& f) {
     const std::string& text = t->tokens_[i];
     if (a & (kAttrUnknown | kAttrControl | kAttrUserDefined)) {
       t->pieces_[i] = text;
+    } else if ((a & kAttrNormal) && byte_level) {
+      t->pieces_[i] = level_text_to_bytes(text);
     } else if (a & kAttrNormal) {
       t->pieces_[i] = text;
       replace_all(t->pieces_[i], kSpaceMark, " ");
@@ -471,6 +565,11 @@ void Tokenizer::encode_impl(std::string_view text, std::vector<TokenId>& out, bo
       fragment.push_back(' ');
     }
     fragment.append(raw);
+    if (kind_ == TokenizerKind::kByteBpe) {
+      encode_byte_bpe_fragment(fragment, out);
+      prev_special = false;
+      return;
+    }
     replace_all(fragment, " ", kSpaceMark);
     if (kind_ == TokenizerKind::kSentencePiece) {
       encode_spm_fragment(fragment, out);

@@ -1,6 +1,8 @@
 // Tokenizers built from GGUF metadata, token for token equal to llama.cpp:
 //   tokenizer.ggml.model = "gemma4" — Gemma 4's BPE over UTF-8 characters (gemma4.md §8.4)
 //   tokenizer.ggml.model = "llama"  — SentencePiece-style merging by token score
+//   tokenizer.ggml.model = "gpt2"   — byte-level BPE with a pre-tokenizer (tokenizer.ggml.pre:
+//                                     "qwen35", Qwen3.5's, qwen35.md §8)
 // Special tokens are found by their text and attributes, never by hard-coded ids.
 #pragma once
 #include <cstdint>
@@ -30,7 +32,7 @@ enum TokenAttr : uint32_t {
   kAttrByte = 1u << 5,
 };
 
-enum class TokenizerKind { kGemma4Bpe, kSentencePiece };
+enum class TokenizerKind { kGemma4Bpe, kSentencePiece, kByteBpe };
 
 class Tokenizer {
  public:
@@ -98,6 +100,10 @@ class Tokenizer {
   void encode_impl(std::string_view text, std::vector<TokenId>& out, bool add_special,
                    bool parse_special, std::span<const std::pair<size_t, size_t>> literal) const;
   void encode_bpe_fragment(std::string_view fragment, std::vector<TokenId>& out) const;
+  void encode_byte_bpe_fragment(std::string_view fragment, std::vector<TokenId>& out) const;
+  // BPE merges inside one word (symbols start as its UTF-8 characters); symbols without a token
+  // fall back to byte tokens.
+  void merge_word(std::string_view word, std::vector<TokenId>& out) const;
   void encode_spm_fragment(std::string_view fragment, std::vector<TokenId>& out) const;
   TokenId byte_token(uint8_t byte) const { return byte_tokens_[byte]; }
 

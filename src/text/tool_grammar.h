@@ -7,11 +7,20 @@
 // no whitespace. required: one call (or several with parallel calls); a named function: exactly
 // that one; auto: free text, then optionally calls (the constraint on the arguments starts when
 // the model opens a call); none: free text only, the call token masked.
+//
+// Qwen3.5: `<tool_call>\n<function=NAME>\n<parameter=P>\nVALUE\n</parameter>\n...</function>\n
+// </tool_call>`, parameters in declaration order (required ones always, optional ones maybe),
+// string parameters as raw text (no "</" inside), others as JSON by their schema; parallel calls
+// one per line. The same choices as Gemma 4.
 #pragma once
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "text/chat_template.h"
+
 namespace boltrt::text {
+
+class Tokenizer;
 
 struct ToolChoice {
   enum class Kind { kAuto, kNone, kRequired, kFunction };
@@ -29,5 +38,16 @@ struct ToolChoice {
 // {"name", "parameters"}}]). Throws boltrt::Error for a malformed declaration, an unsupported
 // schema keyword (naming the tool and the pointer), or a named function that is not declared.
 std::string gemma4_tool_call_gbnf(const nlohmann::ordered_json& tools, const ToolChoice& choice);
+
+// The Qwen3.5 grammar. atomic_markers: <tool_call> and </tool_call> are tokens of their own in
+// the vocabulary (written as token references), else they are spelled as text. Throws like
+// gemma4_tool_call_gbnf, and for names that cannot be written in a Qwen call.
+std::string qwen35_tool_call_gbnf(const nlohmann::ordered_json& tools, const ToolChoice& choice,
+                                  bool atomic_markers);
+
+// The tool-call grammar of a chat format, "" for a format without tool calls (kNone). The
+// tokenizer decides how the format's markers are written (token references or text).
+std::string tool_call_gbnf(ChatFormat format, const nlohmann::ordered_json& tools,
+                           const ToolChoice& choice, const Tokenizer& tokenizer);
 
 }  // namespace boltrt::text
