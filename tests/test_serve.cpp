@@ -383,6 +383,88 @@ Streamed streamed_reply(const HttpResponse& r) {
   return out;
 }
 
+// ---- logit_bias ----------------------------------------------------------------------------
+
+// The id of a text that is one token of the tiny vocabulary (`boltrt tokenize`, no BOS, no
+// special-token parsing).
+int32_t single_token(const std::string& text) {
+  const auto out =
+      boltrt::test::run_command_split(boltrt::test::cli_path() + " tokenize -m " + tiny_model() +
+                                      " --ids --no-bos " + "--no-parse-special -p '" + text + "'");
+  EXPECT_EQ(out.status, 0) << out.err;
+  const json ids = json::parse(out.out, nullptr, false);
+  EXPECT_TRUE(ids.is_array() && ids.size() == 1) << text << " -> " << out.out;
+  return ids.is_array() && !ids.empty() ? ids[0].get<int32_t>() : -1;
+}
+
+TEST_F(ServeTiny, LogitBiasBansTheGreedyTokenAndForcesAnother) {
+  json request = {{"model", "m"},
+                  {"prompt", "It is a truth universally"},
+                  {"temperature", 0},
+                  {"max_tokens", 3},
+                  {"logprobs", 2}};
+  const HttpResponse plain = post(port(), "/v1/completions", request);
+  ASSERT_EQ(plain.status, 200) << plain.body;
+  const json lp = json::parse(plain.body)["choices"][0]["logprobs"];
+  const std::string greedy = lp["tokens"][0];
+  std::string runner_up;
+  for (const auto& [piece, value] : lp["top_logprobs"][0].items())
+    if (piece != greedy) runner_up = piece;
+  ASSERT_FALSE(runner_up.empty()) << plain.body;
+
+  // -100 on the greedy first token: the first token is the runner-up.
+  request["logit_bias"] = {{std::to_string(single_token(greedy)), -100}};
+  const HttpResponse banned = post(port(), "/v1/completions", request);
+  ASSERT_EQ(banned.status, 200) << banned.body;
+  const json b = json::parse(banned.body)["choices"][0];
+  EXPECT_EQ(b["logprobs"]["tokens"][0], runner_up) << banned.body;
+  EXPECT_EQ(b["text"].get<std::string>().rfind(runner_up, 0), 0u) << banned.body;
+
+  // +100 on " world" forces it at temperature 1, every token; chat, streaming or not, too.
+  const std::string world = std::to_string(single_token(" world"));
+  request["temperature"] = 1;
+  request["seed"] = 4;
+  request["max_tokens"] = 4;
+  request["logit_bias"] = {{world, 100}};
+  const HttpResponse forced = post(port(), "/v1/completions", request);
+  ASSERT_EQ(forced.status, 200) << forced.body;
+  EXPECT_EQ(json::parse(forced.body)["choices"][0]["text"], " world world world world");
+  json chat = chat_body("Say something.", 4);
+  chat["temperature"] = 0.9;
+  chat["logit_bias"] = {{world, 100}};
+  const HttpResponse whole = post(port(), "/v1/chat/completions", chat);
+  ASSERT_EQ(whole.status, 200) << whole.body;
+  EXPECT_EQ(json::parse(whole.body)["choices"][0]["message"]["content"],
+            " world world world world");
+  chat["stream"] = true;
+  const HttpResponse stream = post(port(), "/v1/chat/completions", chat);
+  ASSERT_EQ(stream.status, 200) << stream.body;
+  const Streamed s = streamed_reply(stream);
+  EXPECT_EQ(s.content, " world world world world");
+  EXPECT_EQ(s.finish, "length");
+  // -100 on " world" at greedy: a text without it.
+  request["temperature"] = 0;
+  request["max_tokens"] = 12;
+  request["logit_bias"] = {{world, -100}};
+  const HttpResponse no_world = post(port(), "/v1/completions", request);
+  ASSERT_EQ(no_world.status, 200);
+  for (const json& t : json::parse(no_world.body)["choices"][0]["logprobs"]["tokens"])
+    EXPECT_NE(t, " world");
+
+  // Bad biases: 400 naming the field, nothing generated.
+  json bad = chat_body("hi", 4);
+  for (const json& bias : {json{{"abc", 1}}, json{{"-3", 1}}, json{{"12.5", 1}}, json{{"1", 101}},
+                           json{{"1", -100.5}}, json{{"1", "high"}}, json{{"1920", 5}},
+                           json{{"99999999999", 5}}, json::array({1, 2}), json("x")}) {
+    bad["logit_bias"] = bias;
+    expect_error(post(port(), "/v1/chat/completions", bad), 400, "logit_bias");
+    json completion = {{"model", "m"}, {"prompt", "x"}, {"logit_bias", bias}};
+    expect_error(post(port(), "/v1/completions", completion), 400, "logit_bias");
+  }
+  bad["logit_bias"] = {{"1919", -100}, {"0", 100}};  // the last id and the first are fine
+  EXPECT_EQ(post(port(), "/v1/chat/completions", bad).status, 200);
+}
+
 TEST_F(ServeTiny, JsonObjectOutputIsAnObject) {
   json b = chat_body("Describe yourself as JSON.", 200);
   b["response_format"] = {{"type", "json_object"}};

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "batch/request.h"
+#include "util/error.h"
 
 namespace boltrt::server {
 namespace {
@@ -308,8 +309,11 @@ void parse_common(const json& o, ServeRequest& r) {
   if (const json* v = field(o, "n"); v && integer(*v, "n", 1, 128) != 1)
     unsupported("n", "'n' > 1 is not supported yet (one choice per request)");
   if (const json* v = field(o, "logit_bias")) {
-    if (!v->is_object()) bad("logit_bias", "'logit_bias' must be an object");
-    if (!v->empty()) unsupported("logit_bias", "'logit_bias' is not supported yet");
+    try {
+      r.logit_bias = batch::parse_logit_bias(*v);
+    } catch (const Error& e) {
+      bad("logit_bias", e.what());
+    }
   }
 
   if (const json* v = field(o, "reasoning_effort")) {

@@ -359,6 +359,14 @@ void OpenAiServer::completion(const HttpRequest& request, HttpResponder& respons
   if (r.frequency_penalty) job->sampling.frequency_penalty = *r.frequency_penalty;
   if (r.presence_penalty) job->sampling.presence_penalty = *r.presence_penalty;
   if (r.seed) job->sampling.seed = *r.seed;
+  if (!r.logit_bias.empty()) {
+    try {
+      batch::check_logit_bias(r.logit_bias, engine.model().n_vocab());
+    } catch (const Error& e) {
+      throw ApiError(400, e.what(), "logit_bias");
+    }
+    job->sampling.logit_bias = r.logit_bias;
+  }
   job->options.max_tokens = r.max_tokens.value_or(options_.max_tokens);
   job->options.stop_strings = r.stop;
   job->reasoning = options_.reasoning;
