@@ -306,8 +306,7 @@ void parse_common(const json& o, ServeRequest& r) {
     if (const json* u = field(*v, "include_usage"))
       r.include_usage = boolean(*u, "stream_options.include_usage");
   }
-  if (const json* v = field(o, "n"); v && integer(*v, "n", 1, 128) != 1)
-    unsupported("n", "'n' > 1 is not supported yet (one choice per request)");
+  if (const json* v = field(o, "n")) r.n = static_cast<int>(integer(*v, "n", 1, 128));
   if (const json* v = field(o, "logit_bias")) {
     try {
       r.logit_bias = batch::parse_logit_bias(*v);

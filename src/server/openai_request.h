@@ -68,6 +68,7 @@ struct ServeRequest {
 
   int top_logprobs = -1;  // >= 0: logprobs with that many alternatives per token
 
+  int n = 1;  // choices, each generated as its own sequence
   bool stream = false;
   bool include_usage = false;
 
