@@ -134,6 +134,28 @@ TEST(Api, LimitsStopStringsAndCancellation) {
   EXPECT_LT(r.stats.prompt_evaluated, r.stats.prompt_tokens);
 }
 
+// logit_bias: the fake model gives its next letter 10 and every other token 0, so +20 on 'Q'
+// makes every token 'Q'; an opposite entry for the same token cancels it.
+TEST(Api, LogitBiasForcesAndBans) {
+  boltrt::Session session(fake_model());
+  boltrt::Request request = greedy("hello");
+  request.max_tokens = 4;
+  request.sampling.logit_bias = {{'Q', 20.0f}};
+  EXPECT_EQ(session.generate(request).text, "QQQQ");
+  request.sampling.logit_bias = {{'Q', 20.0f}, {'Q', -20.0f}};  // entries add up: no bias
+  EXPECT_EQ(session.generate(request).text, "HELL");
+  request.sampling.logit_bias = {{261, 1.0f}};
+  try {
+    session.generate(request);
+    ADD_FAILURE() << "a token outside the vocabulary was accepted";
+  } catch (const boltrt::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("logit_bias names token 261"), std::string::npos)
+        << e.what();
+  }
+  request.sampling.logit_bias.clear();
+  EXPECT_EQ(session.generate(request).text, "HELL");  // the session is still usable
+}
+
 TEST(Api, ChatWithReasoning) {
   boltrt::Session session(fake_model());
   boltrt::Request request;

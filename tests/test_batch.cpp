@@ -98,6 +98,14 @@ TEST(BatchRequest, ParsesOpenAIStyleFields) {
   EXPECT_FLOAT_EQ(*r.min_p, 0.1f);
   EXPECT_FLOAT_EQ(*r.frequency_penalty, 0.5f);
   EXPECT_FLOAT_EQ(*r.presence_penalty, -1.0f);
+  EXPECT_TRUE(r.logit_bias.empty());
+  const BatchRequest biased =
+      parse_request(R"({"id":"b","prompt":"x","logit_bias":{"90":100,"7":-2.5}})", 1);
+  ASSERT_EQ(biased.logit_bias.size(), 2u);
+  EXPECT_EQ(biased.logit_bias[0].token, 90);
+  EXPECT_FLOAT_EQ(biased.logit_bias[0].bias, 100.0f);
+  EXPECT_EQ(biased.logit_bias[1].token, 7);
+  EXPECT_FLOAT_EQ(biased.logit_bias[1].bias, -2.5f);
 
   const BatchRequest c = parse_request(
       R"({"id":42,"messages":[{"role":"user","content":"x"}],"stop":"S","reasoning":true,)"
@@ -141,6 +149,14 @@ TEST(BatchRequest, RejectsBadLinesWithOneLineReasons) {
   EXPECT_EQ(error_of(R"({"id":"a","messages":[{"content":"x"}]})"),
             "messages[0] has no string 'role'");
   EXPECT_EQ(error_of(R"({"id":"a","prompt":"x","tools":[]})"), "field 'tools' needs 'messages'");
+  EXPECT_EQ(error_of(R"({"id":"a","prompt":"x","logit_bias":{"a1":1}})"),
+            "'logit_bias' key 'a1' is not a token id (a decimal integer)");
+  EXPECT_EQ(error_of(R"({"id":"a","prompt":"x","logit_bias":{"5":-100.5}})"),
+            "'logit_bias.5' must be between -100 and 100");
+  EXPECT_EQ(error_of(R"({"id":"a","prompt":"x","logit_bias":{"5":"up"}})"),
+            "'logit_bias.5' must be a number, not string");
+  EXPECT_EQ(error_of(R"({"id":"a","prompt":"x","logit_bias":[[5,1]]})"),
+            "'logit_bias' must be an object mapping token ids to biases, not array");
   EXPECT_EQ(error_of("{\"id\":\"a\",\"prompt\":\"\xC3\"}"), "invalid UTF-8 at byte 20");
   EXPECT_EQ(error_of(R"({"id":"a",)").rfind("bad JSON: ", 0), 0u);
 }
@@ -343,6 +359,30 @@ TEST(RunBatch, WritesResultsAndErrorsAndResumes) {
   EXPECT_EQ(s.completed, 0);
   EXPECT_EQ(read_lines(f.output).size(), 2u);
   EXPECT_EQ(read_lines(f.output + ".errors.jsonl").size(), 3u);
+}
+
+// logit_bias on a line: +20 on 'Z' outweighs the fake model's 10 for the expected letter, so
+// every token is 'Z'; on the next line -20 on 'Z' leaves the letters as they were; an id
+// outside the vocabulary fails that line only.
+TEST(RunBatch, LogitBiasForcesAndBansTokensPerLine) {
+  RunFixture f("batch_logit_bias");
+  write_file(f.input,
+             "{\"id\":\"z\",\"prompt\":\"hello\",\"max_tokens\":3,\"logit_bias\":{\"90\":20}}\n"
+             "{\"id\":\"n\",\"prompt\":\"hello\",\"max_tokens\":3,\"logit_bias\":{\"90\":-20}}\n"
+             "{\"id\":\"far\",\"prompt\":\"hello\",\"logit_bias\":{\"261\":1}}\n");
+  auto engine = fake_engine(1, 128, 0);
+  const BatchSummary s = run_batch(*engine, f.options());
+  EXPECT_EQ(s.completed, 2);
+  EXPECT_EQ(s.failed, 1);
+  const auto results = read_lines(f.output);
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[0]["text"], "ZZZ");
+  EXPECT_EQ(results[1]["text"], "HEL");
+  const auto errors = read_lines(f.output + ".errors.jsonl");
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0]["id"], "far");
+  EXPECT_EQ(errors[0]["error"],
+            "'logit_bias' names token 261; the vocabulary has 261 tokens (0-260)");
 }
 
 TEST(RunBatch, ReasoningIsSplitFromContent) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <sstream>
@@ -207,6 +208,52 @@ TEST(SamplerDistribution, DefaultChain) {
     if (mass >= 0.95) break;
   }
   expect_distribution(histogram(config, kLogits, 40000), softmax(masked));
+}
+
+// logit_bias is added to the raw logits before the penalties (libllama's common sampler puts its
+// logit-bias stage ahead of the configured chain): with repeat penalty 2 a biased, penalised
+// token gets (logit + bias) / 2, not logit / 2 + bias.
+TEST(SamplerDistribution, LogitBiasBeforePenalties) {
+  SamplerConfig config = plain(11);
+  config.repeat_penalty = 2.0f;
+  config.penalty_last_n = 4;
+  config.logit_bias = {{4, 1.0f}, {0, -0.75f}, {0, -0.25f}, {99, 50.0f}};  // 99: not in vocab
+  std::vector<double> expected = as_double(kLogits);
+  expected[4] = (2.0 + 1.0) / 2.0;  // biased, then penalised (seen once)
+  expected[0] = 1.0 - 0.75 - 0.25;  // two entries for one token add up
+  expect_distribution(histogram(config, kLogits, 40000, {4}), softmax(expected));
+}
+
+TEST(Sampler, LogitBiasBansAndForcesTokens) {
+  SamplerConfig config;
+  config.temperature = 0.0f;
+  config.seed = 3;
+  // Greedy picks token 1 (2.5); banning it with -100 gives the runner-up, token 4 (2.0).
+  config.logit_bias = {{1, -100.0f}};
+  EXPECT_EQ(Sampler(config).sample(kLogits), 4);
+  config.logit_bias = {{1, -std::numeric_limits<float>::infinity()}};
+  EXPECT_EQ(Sampler(config).sample(kLogits), 4);
+  // +100 forces the least likely token (5, -1.2) at any temperature.
+  for (float temperature : {0.0f, 0.7f, 1.5f}) {
+    config.temperature = temperature;
+    config.logit_bias = {{5, 100.0f}};
+    Sampler sampler(config);
+    for (int i = 0; i < 200; ++i) ASSERT_EQ(sampler.sample(kLogits), 5) << temperature;
+  }
+  // Bans under the default chain (top-k, top-p, min-p): 1 and 4 never drawn.
+  SamplerConfig chain;
+  chain.seed = 21;
+  chain.logit_bias = {{1, -100.0f}, {4, -100.0f}};
+  Sampler sampler(chain);
+  for (int i = 0; i < 500; ++i) {
+    const int32_t t = sampler.sample(kLogits);
+    ASSERT_TRUE(t != 1 && t != 4) << t;
+  }
+  SamplerConfig bad;
+  bad.logit_bias = {{1, NAN}};
+  EXPECT_THROW(Sampler{bad}, Error);
+  bad.logit_bias = {{1, std::numeric_limits<float>::infinity()}};
+  EXPECT_THROW(Sampler{bad}, Error);
 }
 
 TEST(Sampler, GreedyPicksFirstMaximum) {

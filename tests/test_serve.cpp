@@ -289,8 +289,13 @@ TEST_F(ServeTiny, BadRequestsNameTheField) {
   b = chat_body("hi", 4);
   b["messages"][0]["content"] = 7;
   expect_error(post(port(), "/v1/chat/completions", b), 400, "messages[0].content");
+  for (const json& n : {json(0), json(129), json(1.5), json("2")}) {
+    b = chat_body("hi", 4);
+    b["n"] = n;
+    expect_error(post(port(), "/v1/chat/completions", b), 400, "n");
+  }
   b = chat_body("hi", 4);
-  b["n"] = 2;
+  b["n"] = 67;  // more than --parallel 2 + the default queue of 64 can ever take
   expect_error(post(port(), "/v1/chat/completions", b), 400, "n");
   b = chat_body("hi", 4);
   b["logprobs"] = true;
@@ -381,6 +386,265 @@ Streamed streamed_reply(const HttpResponse& r) {
     }
   }
   return out;
+}
+
+// ---- logit_bias ----------------------------------------------------------------------------
+
+// The id of a text that is one token of the tiny vocabulary (`boltrt tokenize`, no BOS, no
+// special-token parsing).
+int32_t single_token(const std::string& text) {
+  const auto out =
+      boltrt::test::run_command_split(boltrt::test::cli_path() + " tokenize -m " + tiny_model() +
+                                      " --ids --no-bos " + "--no-parse-special -p '" + text + "'");
+  EXPECT_EQ(out.status, 0) << out.err;
+  const json ids = json::parse(out.out, nullptr, false);
+  EXPECT_TRUE(ids.is_array() && ids.size() == 1) << text << " -> " << out.out;
+  return ids.is_array() && !ids.empty() ? ids[0].get<int32_t>() : -1;
+}
+
+TEST_F(ServeTiny, LogitBiasBansTheGreedyTokenAndForcesAnother) {
+  json request = {{"model", "m"},
+                  {"prompt", "It is a truth universally"},
+                  {"temperature", 0},
+                  {"max_tokens", 3},
+                  {"logprobs", 2}};
+  const HttpResponse plain = post(port(), "/v1/completions", request);
+  ASSERT_EQ(plain.status, 200) << plain.body;
+  const json lp = json::parse(plain.body)["choices"][0]["logprobs"];
+  const std::string greedy = lp["tokens"][0];
+  std::string runner_up;
+  for (const auto& [piece, value] : lp["top_logprobs"][0].items())
+    if (piece != greedy) runner_up = piece;
+  ASSERT_FALSE(runner_up.empty()) << plain.body;
+
+  // -100 on the greedy first token: the first token is the runner-up.
+  request["logit_bias"] = {{std::to_string(single_token(greedy)), -100}};
+  const HttpResponse banned = post(port(), "/v1/completions", request);
+  ASSERT_EQ(banned.status, 200) << banned.body;
+  const json b = json::parse(banned.body)["choices"][0];
+  EXPECT_EQ(b["logprobs"]["tokens"][0], runner_up) << banned.body;
+  EXPECT_EQ(b["text"].get<std::string>().rfind(runner_up, 0), 0u) << banned.body;
+
+  // +100 on " world" forces it at temperature 1, every token; chat, streaming or not, too.
+  const std::string world = std::to_string(single_token(" world"));
+  request["temperature"] = 1;
+  request["seed"] = 4;
+  request["max_tokens"] = 4;
+  request["logit_bias"] = {{world, 100}};
+  const HttpResponse forced = post(port(), "/v1/completions", request);
+  ASSERT_EQ(forced.status, 200) << forced.body;
+  EXPECT_EQ(json::parse(forced.body)["choices"][0]["text"], " world world world world");
+  json chat = chat_body("Say something.", 4);
+  chat["temperature"] = 0.9;
+  chat["logit_bias"] = {{world, 100}};
+  const HttpResponse whole = post(port(), "/v1/chat/completions", chat);
+  ASSERT_EQ(whole.status, 200) << whole.body;
+  EXPECT_EQ(json::parse(whole.body)["choices"][0]["message"]["content"],
+            " world world world world");
+  chat["stream"] = true;
+  const HttpResponse stream = post(port(), "/v1/chat/completions", chat);
+  ASSERT_EQ(stream.status, 200) << stream.body;
+  const Streamed s = streamed_reply(stream);
+  EXPECT_EQ(s.content, " world world world world");
+  EXPECT_EQ(s.finish, "length");
+  // -100 on " world" at greedy: a text without it.
+  request["temperature"] = 0;
+  request["max_tokens"] = 12;
+  request["logit_bias"] = {{world, -100}};
+  const HttpResponse no_world = post(port(), "/v1/completions", request);
+  ASSERT_EQ(no_world.status, 200);
+  for (const json& t : json::parse(no_world.body)["choices"][0]["logprobs"]["tokens"])
+    EXPECT_NE(t, " world");
+
+  // Bad biases: 400 naming the field, nothing generated.
+  json bad = chat_body("hi", 4);
+  for (const json& bias : {json{{"abc", 1}}, json{{"-3", 1}}, json{{"12.5", 1}}, json{{"1", 101}},
+                           json{{"1", -100.5}}, json{{"1", "high"}}, json{{"1920", 5}},
+                           json{{"99999999999", 5}}, json::array({1, 2}), json("x")}) {
+    bad["logit_bias"] = bias;
+    expect_error(post(port(), "/v1/chat/completions", bad), 400, "logit_bias");
+    json completion = {{"model", "m"}, {"prompt", "x"}, {"logit_bias", bias}};
+    expect_error(post(port(), "/v1/completions", completion), 400, "logit_bias");
+  }
+  bad["logit_bias"] = {{"1919", -100}, {"0", 100}};  // the last id and the first are fine
+  EXPECT_EQ(post(port(), "/v1/chat/completions", bad).status, 200);
+}
+
+// ---- n > 1 -----------------------------------------------------------------------------------
+
+// Choice i of a seeded request samples with seed (seed + i * 0x9E3779B9) mod 0xFFFFFFFF.
+uint32_t choice_seed(uint32_t seed, int i) {
+  return static_cast<uint32_t>((seed + 0x9E3779B9ull * static_cast<uint64_t>(i)) % 0xFFFFFFFFull);
+}
+
+TEST_F(ServeTiny, NChoicesAtTemperatureZeroAreIdentical) {
+  const json one =
+      json::parse(post(port(), "/v1/chat/completions", chat_body("Hello there.", 20)).body);
+  json request = chat_body("Hello there.", 20);
+  request["n"] = 3;
+  const HttpResponse r = post(port(), "/v1/chat/completions", request);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json body = json::parse(r.body);
+  ASSERT_EQ(body["choices"].size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    const json& c = body["choices"][i];
+    EXPECT_EQ(c["index"], i);
+    EXPECT_EQ(c["message"]["content"], one["choices"][0]["message"]["content"]) << i;
+    EXPECT_EQ(c["finish_reason"], one["choices"][0]["finish_reason"]);
+  }
+  // The prompt counted once, the completions summed.
+  EXPECT_EQ(body["usage"]["prompt_tokens"], one["usage"]["prompt_tokens"]);
+  EXPECT_EQ(body["usage"]["completion_tokens"], 3 * one["usage"]["completion_tokens"].get<int>());
+  EXPECT_EQ(body["usage"]["total_tokens"], body["usage"]["prompt_tokens"].get<int>() +
+                                               body["usage"]["completion_tokens"].get<int>());
+}
+
+TEST_F(ServeTiny, NChoicesWithASeedAreRepeatableAndEachIsItsSeedsAnswer) {
+  json request = chat_body("Tell me a story.", 24);
+  request["temperature"] = 1;
+  request["seed"] = 5;
+  request["n"] = 3;
+  const HttpResponse a = post(port(), "/v1/chat/completions", request);
+  const HttpResponse b = post(port(), "/v1/chat/completions", request);
+  ASSERT_EQ(a.status, 200) << a.body;
+  ASSERT_EQ(b.status, 200) << b.body;
+  const json ca = json::parse(a.body)["choices"], cb = json::parse(b.body)["choices"];
+  EXPECT_EQ(ca, cb) << "the same request, the same choices";
+  std::set<std::string> distinct;
+  int completion_tokens = 0;
+  for (int i = 0; i < 3; ++i) {
+    // Choice i is what n = 1 gives with its derived seed.
+    json single = request;
+    single["n"] = 1;
+    single["seed"] = choice_seed(5, i);
+    const json alone = json::parse(post(port(), "/v1/chat/completions", single).body);
+    EXPECT_EQ(ca[i]["message"]["content"], alone["choices"][0]["message"]["content"]) << i;
+    distinct.insert(ca[i]["message"]["content"].get<std::string>());
+    completion_tokens += alone["usage"]["completion_tokens"].get<int>();
+  }
+  EXPECT_EQ(distinct.size(), 3u) << ca.dump();
+  EXPECT_EQ(json::parse(a.body)["usage"]["completion_tokens"], completion_tokens);
+}
+
+TEST_F(ServeTiny, NChoicesStreamWithTheirIndexAndEqualTheWholeAnswer) {
+  for (const bool chat : {true, false}) {
+    json request = chat ? chat_body("Tell me a story.", 16)
+                        : json{{"model", "m"}, {"prompt", "Once upon a time"}, {"max_tokens", 16}};
+    request["temperature"] = 0.9;
+    request["seed"] = 77;
+    request["n"] = 3;
+    const std::string path = chat ? "/v1/chat/completions" : "/v1/completions";
+    const HttpResponse whole = post(port(), path, request);
+    ASSERT_EQ(whole.status, 200) << whole.body;
+    const json expected = json::parse(whole.body);
+    request["stream"] = true;
+    request["stream_options"] = {{"include_usage", true}};
+    const HttpResponse r = post(port(), path, request);
+    ASSERT_EQ(r.status, 200) << r.body;
+    const std::vector<std::string> events = sse_events(r.body);
+    ASSERT_GE(events.size(), 8u);
+    EXPECT_EQ(events.back(), "[DONE]");
+    std::vector<std::string> text(3);
+    std::vector<int> roles(3, 0), finishes(3, 0);
+    json usage;
+    for (size_t e = 0; e + 1 < events.size(); ++e) {
+      const json chunk = json::parse(events[e]);
+      if (chunk["choices"].empty()) {
+        usage = chunk["usage"];
+        EXPECT_EQ(e + 2, events.size()) << "the usage chunk comes last";
+        continue;
+      }
+      ASSERT_EQ(chunk["choices"].size(), 1u);
+      const json& c = chunk["choices"][0];
+      const size_t i = c["index"];
+      ASSERT_LT(i, 3u);
+      EXPECT_EQ(finishes[i], 0) << "nothing after choice " << i << "'s finish_reason";
+      if (!c["finish_reason"].is_null()) {
+        ++finishes[i];
+        EXPECT_EQ(c["finish_reason"], expected["choices"][i]["finish_reason"]);
+      }
+      if (chat) {
+        if (c["delta"].contains("role")) ++roles[i];
+        if (c["delta"].contains("content") && c["delta"]["content"].is_string())
+          text[i] += c["delta"]["content"].get<std::string>();
+      } else {
+        text[i] += c["text"].get<std::string>();
+      }
+    }
+    for (size_t i = 0; i < 3; ++i) {
+      EXPECT_EQ(finishes[i], 1) << i;
+      if (chat) {
+        EXPECT_EQ(roles[i], 1) << i;
+        EXPECT_EQ(text[i], expected["choices"][i]["message"]["content"]) << i;
+      } else {
+        EXPECT_EQ(text[i], expected["choices"][i]["text"]) << i;
+      }
+    }
+    EXPECT_EQ(usage["completion_tokens"], expected["usage"]["completion_tokens"]);
+    EXPECT_EQ(usage["prompt_tokens"], expected["usage"]["prompt_tokens"]);
+  }
+}
+
+TEST_F(ServeTiny, NChoicesEachFollowTheResponseFormatAndForcedTools) {
+  json request = chat_body("Describe yourself as JSON.", 120);
+  request["response_format"] = {{"type", "json_object"}};
+  request["temperature"] = 1;
+  request["seed"] = 3;
+  request["n"] = 3;
+  HttpResponse r = post(port(), "/v1/chat/completions", request);
+  ASSERT_EQ(r.status, 200) << r.body;
+  for (const json& c : json::parse(r.body)["choices"]) {
+    EXPECT_EQ(c["finish_reason"], "stop") << r.body;
+    const json value = json::parse(c["message"]["content"].get<std::string>(), nullptr, false);
+    EXPECT_TRUE(value.is_object()) << c.dump();
+  }
+  request = chat_body("What is the weather in Paris?", 120);
+  request["tools"] =
+      json::array({{{"type", "function"},
+                    {"function",
+                     {{"name", "get_weather"},
+                      {"parameters",
+                       {{"type", "object"},
+                        {"properties", {{"city", {{"type", "string"}, {"maxLength", 20}}}}},
+                        {"required", {"city"}},
+                        {"additionalProperties", false}}}}}}});
+  request["tool_choice"] = "required";
+  request["temperature"] = 1;
+  request["seed"] = 9;
+  request["n"] = 2;
+  request["stream"] = true;
+  r = post(port(), "/v1/chat/completions", request);
+  ASSERT_EQ(r.status, 200) << r.body;
+  // Each choice streams its own calls (ids differ between choices).
+  std::vector<json> calls(2, json::array());
+  std::vector<std::string> finish(2);
+  for (const std::string& event : sse_events(r.body)) {
+    if (event == "[DONE]") continue;
+    const json chunk = json::parse(event);
+    for (const json& c : chunk["choices"]) {
+      const size_t i = c["index"];
+      if (!c["finish_reason"].is_null()) finish[i] = c["finish_reason"];
+      if (!c["delta"].contains("tool_calls")) continue;
+      for (const json& t : c["delta"]["tool_calls"]) {
+        const size_t k = t["index"];
+        if (k >= calls[i].size())
+          calls[i].push_back({{"id", t["id"]}, {"name", t["function"]["name"]}, {"arguments", ""}});
+        calls[i][k]["arguments"] =
+            calls[i][k]["arguments"].get<std::string>() + t["function"].value("arguments", "");
+      }
+    }
+  }
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(finish[i], "tool_calls") << r.body;
+    ASSERT_GE(calls[i].size(), 1u) << r.body;
+    for (const json& call : calls[i]) {
+      EXPECT_EQ(call["name"], "get_weather");
+      const json args = json::parse(call["arguments"].get<std::string>(), nullptr, false);
+      ASSERT_TRUE(args.is_object()) << call.dump();
+      EXPECT_TRUE(args["city"].is_string()) << call.dump();
+    }
+  }
+  EXPECT_NE(calls[0][0]["id"], calls[1][0]["id"]);
 }
 
 TEST_F(ServeTiny, JsonObjectOutputIsAnObject) {
@@ -926,6 +1190,38 @@ TEST(Serve, QueueFullIs429AndADisconnectFreesTheSlot) {
             std::string::npos);
   EXPECT_NE(metrics.body.find("# TYPE boltrt:time_to_first_token_seconds histogram"),
             std::string::npos);
+  EXPECT_EQ(server.terminate(), 0);
+}
+
+// n choices are n units of work: a request is admitted only when each choice has a free slot or
+// a queue place (all or nothing), and they wait in the queue together.
+TEST(Serve, NChoicesTakeOneQueuePlaceEach) {
+  ServeProcess server({"--fake-model", "--fake-delay-us", "20000", "-c", "4096", "--parallel", "1",
+                       "--max-queue", "2"});
+  auto a = std::make_unique<HttpClient>(server.port());
+  const std::string body = slow_chat(1000, true).dump();
+  a->send_raw("POST /v1/chat/completions HTTP/1.1\r\nContent-Length: " +
+              std::to_string(body.size()) + "\r\n\r\n" + body);
+  ASSERT_TRUE(a->read_until("\"content\":\"A", 30s)) << a->received();
+  // The slot is busy and 2 queue places are free: n = 3 does not fit (429), n = 4 never can
+  // (1 slot + 2 places: 400 naming n).
+  json three = slow_chat(10, false);
+  three["n"] = 3;
+  expect_error(post(server.port(), "/v1/chat/completions", three), 429, "");
+  three["n"] = 4;
+  expect_error(post(server.port(), "/v1/chat/completions", three), 400, "n");
+  a.reset();  // frees the slot: now 1 slot + 2 places take n = 3
+  three["n"] = 3;
+  HttpResponse after;
+  for (int i = 0; i < 100; ++i) {
+    after = post(server.port(), "/v1/chat/completions", three);
+    if (after.status != 429) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_EQ(after.status, 200) << after.body;
+  const json choices = json::parse(after.body)["choices"];
+  ASSERT_EQ(choices.size(), 3u);
+  for (const json& c : choices) EXPECT_EQ(c["message"]["content"], "USER: AAAAAAAAAA\n");
   EXPECT_EQ(server.terminate(), 0);
 }
 

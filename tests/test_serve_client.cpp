@@ -36,6 +36,8 @@ TEST(ServeClient, OfficialOpenAiNodeClient) {
       &out);
   EXPECT_EQ(rc, 0) << out;
   EXPECT_EQ(out.find("FAIL"), std::string::npos) << out;
+  EXPECT_NE(out.find("ok   n choices"), std::string::npos) << out;
+  EXPECT_NE(out.find("ok   logit_bias"), std::string::npos) << out;
   EXPECT_NE(out.find("ok   16 concurrent streams"), std::string::npos) << out;
   EXPECT_EQ(server.terminate(), 0) << server.stderr_text();
 }

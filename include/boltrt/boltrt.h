@@ -127,6 +127,10 @@ struct Sampling {
   float frequency_penalty = 0.0f;  ///< OpenAI-style, over the last 64 tokens
   float presence_penalty = 0.0f;   ///< OpenAI-style, over the last 64 tokens
   uint32_t seed = 0xFFFFFFFFu;     ///< random-number seed; 0xFFFFFFFF = a random seed
+  /// (token id, bias) pairs added to the logits before the rest of the chain (OpenAI's
+  /// logit_bias): -100 all but bans a token, +100 all but forces it; entries for one token add
+  /// up. Ids must be in the vocabulary, biases finite (or -infinity to ban).
+  std::vector<std::pair<int32_t, float>> logit_bias;
 };
 
 /// What to generate: a raw prompt, or chat messages rendered with the model's chat template.

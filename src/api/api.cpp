@@ -112,6 +112,12 @@ SamplerConfig engine_sampling(const ModelBackend& backend, const Sampling& s) {
   c.frequency_penalty = s.frequency_penalty;
   c.presence_penalty = s.presence_penalty;
   c.seed = s.seed;
+  for (const auto& [token, bias] : s.logit_bias) {
+    if (token < 0 || token >= backend.n_vocab())
+      fail("sampling: logit_bias names token {}; the vocabulary has {} tokens", token,
+           backend.n_vocab());
+    c.logit_bias.push_back({token, bias});
+  }
   c.validate();
   return c;
 }

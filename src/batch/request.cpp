@@ -241,6 +241,8 @@ BatchRequest parse_request(std::string_view line, int64_t line_number) {
     for (const auto& s : r.stop)
       if (s.empty()) fail("field 'stop' holds an empty string");
   }
+  if (object.contains("logit_bias") && !object["logit_bias"].is_null())
+    r.logit_bias = parse_logit_bias(object["logit_bias"]);
   if (object.contains("reasoning") && !object["reasoning"].is_null())
     r.reasoning = reasoning_field(object["reasoning"]);
   if (object.contains("reasoning_budget") && !object["reasoning_budget"].is_null()) {
@@ -264,6 +266,35 @@ BatchRequest parse_request(std::string_view line, int64_t line_number) {
     r.tool_choice.parallel = object["parallel_tool_calls"].get<bool>();
   }
   return r;
+}
+
+std::vector<LogitBias> parse_logit_bias(const json& value) {
+  if (!value.is_object())
+    fail("'logit_bias' must be an object mapping token ids to biases, not {}", value.type_name());
+  if (value.size() > 1024) fail("'logit_bias' holds more than 1024 tokens");
+  std::vector<LogitBias> out;
+  for (const auto& [key, bias] : value.items()) {
+    // Keys are token ids in decimal ("15043"), as OpenAI's clients send them.
+    const bool digits = !key.empty() && key.size() <= 10 &&
+                        key.find_first_not_of("0123456789") == std::string::npos;
+    const int64_t id = digits ? std::stoll(key) : -1;
+    if (!digits || id > std::numeric_limits<int32_t>::max())
+      fail("'logit_bias' key '{}' is not a token id (a decimal integer)", key);
+    if (!bias.is_number()) fail("'logit_bias.{}' must be a number, not {}", key, bias.type_name());
+    const double x = bias.get<double>();
+    if (!std::isfinite(x) || x < -100 || x > 100)
+      fail("'logit_bias.{}' must be between -100 and 100", key);
+    out.push_back({static_cast<int32_t>(id), static_cast<float>(x)});
+  }
+  return out;
+}
+
+void check_logit_bias(const std::vector<LogitBias>& bias, int64_t n_vocab) {
+  for (const LogitBias& b : bias) {
+    if (b.token < 0 || b.token >= n_vocab)
+      fail("'logit_bias' names token {}; the vocabulary has {} tokens (0-{})", b.token, n_vocab,
+           n_vocab - 1);
+  }
 }
 
 }  // namespace boltrt::batch

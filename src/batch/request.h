@@ -8,8 +8,9 @@
 // stop, seed, frequency_penalty, presence_penalty) plus top_k, min_p, reasoning (true/false or
 // "on"/"off"/"auto"), reasoning_budget and reasoning_block_budget (-1 unlimited; the block
 // budget caps each thought block, the budget all of them), response_format (OpenAI's shapes)
-// and grammar (GBNF) for structured output. Unknown fields are ignored, as an
-// OpenAI-compatible server would, so files written for other engines run unchanged.
+// and grammar (GBNF) for structured output, and logit_bias ({"token id": bias in [-100, 100]}).
+// Unknown fields are ignored, as an OpenAI-compatible server would, so files written for other
+// engines run unchanged.
 #pragma once
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -20,6 +21,7 @@
 
 #include "generate/grammar_controller.h"
 #include "generate/reasoning.h"
+#include "generate/sampler.h"
 #include "text/tool_grammar.h"
 
 namespace boltrt::batch {
@@ -40,6 +42,7 @@ struct BatchRequest {
   std::optional<float> presence_penalty;
   std::optional<uint32_t> seed;
   std::vector<std::string> stop;
+  std::vector<LogitBias> logit_bias;  // ids checked against the vocabulary when run
   ReasoningMode reasoning = ReasoningMode::kAuto;
   std::optional<int64_t> reasoning_budget;        // -1 unlimited, 0 no thinking tokens
   std::optional<int64_t> reasoning_block_budget;  // each thought block's own cap; -1 unlimited
@@ -54,6 +57,13 @@ struct BatchRequest {
 // Parses one input line. Throws boltrt::Error with a one-line reason (invalid UTF-8 at byte N,
 // bad JSON, a missing or mistyped field, ...); the caller adds the line number.
 BatchRequest parse_request(std::string_view line, int64_t line_number);
+
+// OpenAI's logit_bias: an object whose keys are token ids in decimal and whose values are
+// numbers in [-100, 100]. Throws boltrt::Error naming the bad key or value. Shared by batch
+// lines and `boltrt serve`.
+std::vector<LogitBias> parse_logit_bias(const nlohmann::ordered_json& value);
+// Throws boltrt::Error when a biased token is not in a vocabulary of n_vocab tokens.
+void check_logit_bias(const std::vector<LogitBias>& bias, int64_t n_vocab);
 
 // True when `text` is well-formed UTF-8; otherwise *bad_offset is the first bad byte.
 bool is_valid_utf8(std::string_view text, size_t* bad_offset = nullptr);

@@ -182,6 +182,10 @@ BatchSummary run_batch(BatchEngine& engine, const BatchOptions& options) {
     if (request.frequency_penalty) sampling.frequency_penalty = *request.frequency_penalty;
     if (request.presence_penalty) sampling.presence_penalty = *request.presence_penalty;
     if (request.seed) sampling.seed = *request.seed;
+    if (!request.logit_bias.empty()) {
+      check_logit_bias(request.logit_bias, generator.model().n_vocab());
+      sampling.logit_bias = request.logit_bias;
+    }
     sampling.validate();
     // Every request starts from an empty cache: its result depends on nothing but the request
     // (not on which request ran before it in this slot), so --parallel and --resume change

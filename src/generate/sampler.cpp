@@ -112,6 +112,11 @@ void SamplerConfig::validate() const {
     fail("sampler: presence penalty {} is not finite", presence_penalty);
   }
   if (penalty_last_n < 0) fail("sampler: penalty window {} is negative", penalty_last_n);
+  for (const LogitBias& b : logit_bias) {
+    // -infinity bans a token; +infinity or NaN would poison the softmax.
+    if (std::isnan(b.bias) || b.bias == std::numeric_limits<float>::infinity())
+      fail("sampler: logit bias {} of token {} must be finite or -infinity", b.bias, b.token);
+  }
 }
 
 Sampler::Sampler(const SamplerConfig& config) : config_(config) {
@@ -141,8 +146,20 @@ void Sampler::accept(int32_t token) {
   history_.push_back(token);
 }
 
-int32_t Sampler::sample(std::span<const float> logits) {
-  if (logits.empty()) fail("sampler: empty logits");
+std::span<const float> Sampler::biased(std::span<const float> logits) {
+  if (config_.logit_bias.empty()) return logits;
+  biased_.assign(logits.begin(), logits.end());
+  for (const LogitBias& b : config_.logit_bias) {
+    if (b.token >= 0 && static_cast<size_t>(b.token) < biased_.size())
+      biased_[static_cast<size_t>(b.token)] += b.bias;
+  }
+  return biased_;
+}
+
+int32_t Sampler::sample(std::span<const float> raw_logits) {
+  if (raw_logits.empty()) fail("sampler: empty logits");
+  // The bias comes first in the chain (before the penalties), as in libllama's common sampler.
+  const std::span<const float> logits = biased(raw_logits);
   // Greedy without penalties: the chain keeps the maximum through every stage and masks the
   // rest, so with one maximum the token is the argmax. One O(vocab) pass instead of the top-k
   // sort; ties (the chain's candidate order decides them) take the full chain.

@@ -1,8 +1,8 @@
 // Sampler — picks the next token from a row of logits, reproducing llama.cpp's default sampler
 // chain (common_sampler with the default sampler order) token for token:
 //
-//   penalties (repeat / frequency / presence over the last N accepted tokens)
-//   -> top-k -> top-p -> min-p -> temperature -> dist (mt19937 draw)
+//   logit bias (added to the raw logits) -> penalties (repeat / frequency / presence over the
+//   last N accepted tokens) -> top-k -> top-p -> min-p -> temperature -> dist (mt19937 draw)
 //
 // "The same tokens" needs more than the same maths: the order of the candidate list after each
 // stage decides which token a given random number lands on, so every stage keeps, sorts and
@@ -26,6 +26,13 @@ namespace boltrt {
 // llama.cpp's LLAMA_DEFAULT_SEED: "pick a random seed".
 inline constexpr uint32_t kRandomSeed = 0xFFFFFFFFu;
 
+// A constant added to one token's logit before the rest of the chain (OpenAI's and llama.cpp's
+// logit_bias): -100 all but bans the token, +100 all but forces it, -infinity bans it.
+struct LogitBias {
+  int32_t token = 0;
+  float bias = 0.0f;
+};
+
 struct SamplerConfig {
   uint32_t seed = kRandomSeed;
   float temperature = 0.8f;     // <= 0: greedy
@@ -37,6 +44,9 @@ struct SamplerConfig {
   float frequency_penalty = 0.0f;
   float presence_penalty = 0.0f;
   size_t min_keep = 0;  // top-p / min-p keep at least this many candidates
+  // Added to the logits first, each entry on its own (two entries for one token add up);
+  // tokens outside the vocabulary are ignored, as libllama does.
+  std::vector<LogitBias> logit_bias;
 
   // Throws boltrt::Error naming the bad field (non-finite values, repeat_penalty <= 0, ...).
   void validate() const;
@@ -81,6 +91,8 @@ class Sampler {
   void apply_min_p();
   void apply_temperature();
   size_t draw();
+  // The logits with logit_bias added (a copy in biased_), or `logits` when there is none.
+  std::span<const float> biased(std::span<const float> logits);
 
   SamplerConfig config_;
   uint32_t seed_ = 0;
@@ -94,6 +106,7 @@ class Sampler {
   // descending logit order.
   std::vector<TokenCandidate> candidates_;
   std::vector<TokenCandidate> scratch_;
+  std::vector<float> biased_;
   size_t size_ = 0;
   bool sorted_ = false;
 };

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "batch/request.h"
+#include "util/error.h"
 
 namespace boltrt::server {
 namespace {
@@ -305,11 +306,13 @@ void parse_common(const json& o, ServeRequest& r) {
     if (const json* u = field(*v, "include_usage"))
       r.include_usage = boolean(*u, "stream_options.include_usage");
   }
-  if (const json* v = field(o, "n"); v && integer(*v, "n", 1, 128) != 1)
-    unsupported("n", "'n' > 1 is not supported yet (one choice per request)");
+  if (const json* v = field(o, "n")) r.n = static_cast<int>(integer(*v, "n", 1, 128));
   if (const json* v = field(o, "logit_bias")) {
-    if (!v->is_object()) bad("logit_bias", "'logit_bias' must be an object");
-    if (!v->empty()) unsupported("logit_bias", "'logit_bias' is not supported yet");
+    try {
+      r.logit_bias = batch::parse_logit_bias(*v);
+    } catch (const Error& e) {
+      bad("logit_bias", e.what());
+    }
   }
 
   if (const json* v = field(o, "reasoning_effort")) {

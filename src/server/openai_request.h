@@ -3,10 +3,10 @@
 // Chat (POST /v1/chat/completions) and legacy completions (POST /v1/completions) share the
 // sampling fields and `response_format`. Every malformed body or mistyped field is an ApiError
 // (HTTP 400, an OpenAI error object whose `param` names the field), raised before anything is
-// queued or streamed. Fields the engine cannot honour yet (n > 1, logit_bias) are 400
-// "not supported yet" naming the field; fields of hosted services (store, metadata, user, ...)
-// are accepted and ignored, as other local servers do. The schema of a `response_format` and
-// the tools' parameters are compiled by the server (an unsupported keyword is a 400 there).
+// queued or streamed. Fields the engine cannot honour are 400 naming the field; fields of hosted
+// services (store, metadata, user, ...) are accepted and ignored, as other local servers do. The
+// schema of a `response_format` and the tools' parameters are compiled by the server (an
+// unsupported keyword is a 400 there).
 //
 // Reasoning: `reasoning_effort` none -> thinking off; minimal / low / medium / high -> thinking
 // on with a budget of 256 / 1024 / 4096 / 16384 tokens; xhigh / max -> on, unlimited.
@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "generate/reasoning.h"
+#include "generate/sampler.h"
 
 namespace boltrt::server {
 
@@ -61,9 +62,13 @@ struct ServeRequest {
   std::optional<int32_t> top_k;
   std::optional<uint32_t> seed;
   std::vector<std::string> stop;
+  // logit_bias: {"token id": bias in [-100, 100]}; the ids are checked against the vocabulary
+  // by the server (the parser does not know it).
+  std::vector<LogitBias> logit_bias;
 
   int top_logprobs = -1;  // >= 0: logprobs with that many alternatives per token
 
+  int n = 1;  // choices, each generated as its own sequence
   bool stream = false;
   bool include_usage = false;
 

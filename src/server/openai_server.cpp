@@ -6,6 +6,8 @@
 #include <cctype>
 #include <chrono>
 #include <ctime>
+#include <limits>
+#include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "batch/request.h"
@@ -136,6 +138,13 @@ json completion_logprobs(const GenerationVocab& vocab, const std::vector<TokenLo
 }
 
 }  // namespace
+
+uint32_t choice_seed(uint32_t seed, int index) {
+  if (seed == kRandomSeed || index == 0) return seed;
+  // Golden-ratio steps of the 32-bit seed space, skipping the "random" value 0xFFFFFFFF.
+  const uint64_t mixed = static_cast<uint64_t>(seed) + 0x9E3779B9ull * static_cast<uint64_t>(index);
+  return static_cast<uint32_t>(mixed % 0xFFFFFFFFull);
+}
 
 bool constant_time_equal(std::string_view expected, std::string_view given) {
   unsigned char diff = expected.size() == given.size() ? 0 : 1;
@@ -349,6 +358,12 @@ void OpenAiServer::completion(const HttpRequest& request, HttpResponder& respons
   } else {
     br.prompt = r.prompt;
   }
+  if (r.n > scheduler_.capacity())
+    throw ApiError(400,
+                   fmt::format("'n' is {}; this server runs at most {} generations at once "
+                               "(--parallel plus --max-queue)",
+                               r.n, scheduler_.capacity()),
+                   "n");
 
   auto job = std::make_shared<Job>();
   job->sampling = options_.sampling;
@@ -359,6 +374,14 @@ void OpenAiServer::completion(const HttpRequest& request, HttpResponder& respons
   if (r.frequency_penalty) job->sampling.frequency_penalty = *r.frequency_penalty;
   if (r.presence_penalty) job->sampling.presence_penalty = *r.presence_penalty;
   if (r.seed) job->sampling.seed = *r.seed;
+  if (!r.logit_bias.empty()) {
+    try {
+      batch::check_logit_bias(r.logit_bias, engine.model().n_vocab());
+    } catch (const Error& e) {
+      throw ApiError(400, e.what(), "logit_bias");
+    }
+    job->sampling.logit_bias = r.logit_bias;
+  }
   job->options.max_tokens = r.max_tokens.value_or(options_.max_tokens);
   job->options.stop_strings = r.stop;
   job->reasoning = options_.reasoning;
@@ -398,13 +421,36 @@ void OpenAiServer::completion(const HttpRequest& request, HttpResponder& respons
   }
   job->prompt = prompt.tokens;
 
-  if (!scheduler_.submit(job)) {
+  // One job per choice, each its own sequence through the slots. Choice i > 0 samples with
+  // choice_seed(seed, i) when the seed is fixed (so one request gives the same bytes every
+  // time), a fresh random seed otherwise; every other setting is choice 0's.
+  std::vector<std::shared_ptr<Job>> jobs = {job};
+  for (int i = 1; i < r.n; ++i) {
+    auto copy = std::make_shared<Job>();
+    copy->prompt = job->prompt;
+    copy->sampling = job->sampling;
+    copy->sampling.seed = choice_seed(job->sampling.seed, i);
+    copy->options = job->options;
+    copy->reasoning = job->reasoning;
+    copy->use_controller = job->use_controller;
+    copy->top_logprobs = job->top_logprobs;
+    copy->grammar = job->grammar;
+    copy->grammar_after_thought = job->grammar_after_thought;
+    jobs.push_back(std::move(copy));
+  }
+
+  if (!scheduler_.submit_all(jobs)) {
     ++rejected_full_;
     if (shutting_down_) throw ApiError(503, "the server is shutting down");
     ++client_errors_;
     response.send(
         429, kJson,
-        error_body(429, "every slot is busy and the queue is full; retry later", "", "queue_full"),
+        error_body(429,
+                   r.n > 1 ? fmt::format("every slot is busy and the queue has no room for {} "
+                                         "choices; retry later",
+                                         r.n)
+                           : std::string("every slot is busy and the queue is full; retry later"),
+                   "", "queue_full"),
         {{"Retry-After", std::to_string(options_.retry_after_s)}});
     return;
   }
@@ -413,25 +459,27 @@ void OpenAiServer::completion(const HttpRequest& request, HttpResponder& respons
   // queued or running is cancelled: nobody would read it.
   struct CancelUnfinished {
     Scheduler& scheduler;
-    std::shared_ptr<Job> job;
+    const std::vector<std::shared_ptr<Job>>& jobs;
     ~CancelUnfinished() {
-      bool done;
-      {
-        std::lock_guard lock(job->mutex);
-        done = job->done;
+      for (const auto& j : jobs) {
+        bool done;
+        {
+          std::lock_guard lock(j->mutex);
+          done = j->done;
+        }
+        if (!done) scheduler.withdraw(j);
       }
-      if (!done) scheduler.withdraw(job);
     }
-  } cancel_unfinished{scheduler_, job};
+  } cancel_unfinished{scheduler_, jobs};
 
   const std::string id = fmt::format("{}-{}", chat ? "chatcmpl" : "cmpl", next_id_++);
   const int64_t created = static_cast<int64_t>(std::time(nullptr));
   size_t hold_back = 0;  // bytes a stop string could still take back
   for (const auto& s : r.stop) hold_back = std::max(hold_back, s.size() - 1);
 
-  // The reply so far from the job's tokens (partial: no stop-string cut, nothing held back yet).
-  auto snapshot = [&](const std::vector<int32_t>& tokens, const GenerationResult* final_result,
-                      int64_t* reasoning_tokens) {
+  // The reply so far from a job's tokens (partial: no stop-string cut, nothing held back yet).
+  auto snapshot = [&](size_t index, const std::vector<int32_t>& tokens,
+                      const GenerationResult* final_result, int64_t* reasoning_tokens) {
     GenerationResult partial;
     if (final_result) {
       partial = *final_result;
@@ -450,7 +498,8 @@ void OpenAiServer::completion(const HttpRequest& request, HttpResponder& respons
       // Ids by position, so that every snapshot of a stream names a call the same way.
       json& call = reply.tool_calls[i];
       if (!call.contains("id") || !call["id"].is_string() || call["id"].get<std::string>().empty())
-        call["id"] = fmt::format("call_{}_{}", id, i);
+        call["id"] = index == 0 ? fmt::format("call_{}_{}", id, i)
+                                : fmt::format("call_{}_{}_{}", id, index, i);
     }
     if (!r.parallel_tool_calls && reply.tool_calls.size() > 1) {
       json first = json::array({reply.tool_calls[0]});
@@ -458,19 +507,28 @@ void OpenAiServer::completion(const HttpRequest& request, HttpResponder& respons
     }
     return reply;
   };
-  auto usage_of = [&](const Job& j, int64_t reasoning_tokens) {
+  // Usage over every choice (each job's mutex held by the caller): the prompt counted once, as
+  // OpenAI does, the completion and reasoning tokens summed; cached_tokens is the least any
+  // choice reused (each choice computed the prompt in its own slot).
+  auto usage_of = [&](const std::vector<int64_t>& reasoning_tokens) {
     Usage u;
-    u.prompt = j.result.stats.n_prompt_tokens;
-    u.completion = j.result.stats.n_tokens;
-    u.cached =
-        std::max<int64_t>(0, j.result.stats.n_prompt_tokens - j.result.stats.n_prompt_evaluated);
-    u.reasoning = j.reasoning_tokens >= 0 ? j.reasoning_tokens : reasoning_tokens;
+    u.prompt = jobs[0]->result.stats.n_prompt_tokens;
+    u.cached = std::numeric_limits<int64_t>::max();
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      const Job& j = *jobs[i];
+      u.completion += j.result.stats.n_tokens;
+      u.cached = std::min<int64_t>(
+          u.cached,
+          std::max<int64_t>(0, j.result.stats.n_prompt_tokens - j.result.stats.n_prompt_evaluated));
+      u.reasoning += j.reasoning_tokens >= 0 ? j.reasoning_tokens : reasoning_tokens[i];
+    }
     return u;
   };
 
-  // After the answer went out: pre-fill the conversation with this reply as history into the
-  // slot, so that its next turn computes only what is new (the template renders a past reply
-  // differently from the tokens generated for it, e.g. without an empty thought channel).
+  // After the answer went out: pre-fill the conversation with choice 0's reply as history into
+  // its slot, so that its next turn computes only what is new (the template renders a past
+  // reply differently from the tokens generated for it, e.g. without an empty thought channel).
+  // Only choice 0: a client continues with one choice, most often the first.
   const bool thinking = chat && job->reasoning.enable_thinking();
   auto warm_history = [&](const Reply& reply, int slot, FinishReason finish) {
     if (!chat || slot < 0 || finish == FinishReason::kCancelled) return;
@@ -479,33 +537,36 @@ void OpenAiServer::completion(const HttpRequest& request, HttpResponder& respons
     scheduler_.warm(slot, job->slot_epoch, engine.history_tokens(br, message, thinking));
   };
 
-  // Waits for the job, watching the client; returns false when the client left (the job is
-  // then cancelled and its slot freed).
-  uint64_t seen = 0;
+  // Returns true when the client left (every job is then cancelled and its slot freed).
   auto client_left = [&]() {
     if (!response.client_gone()) return false;
-    scheduler_.withdraw(job);
+    for (const auto& j : jobs) scheduler_.withdraw(j);
     ++disconnects_;
     return true;
   };
+  auto is_done = [](Job& j) {
+    std::lock_guard lock(j.mutex);
+    return j.done;
+  };
 
   if (!r.stream) {
-    for (;;) {
-      seen = job->wait_for_update(seen, std::chrono::milliseconds(100));
-      {
-        std::lock_guard lock(job->mutex);
-        if (job->done) break;
-      }
-      if (client_left()) {
-        // Nobody reads an answer now; the worker lets go of the job at its next model call.
-        response.close_after();
-        response.send(499, kJson, error_body(499, "client closed the request"));
-        return;
+    for (const auto& j : jobs) {
+      uint64_t seen = 0;
+      while (!is_done(*j)) {
+        seen = j->wait_for_update(seen, std::chrono::milliseconds(100));
+        if (!is_done(*j) && client_left()) {
+          // Nobody reads an answer now; the workers let go of the jobs at their next model call.
+          response.close_after();
+          response.send(499, kJson, error_body(499, "client closed the request"));
+          return;
+        }
       }
     }
-    std::lock_guard lock(job->mutex);
-    if (!job->error.empty()) throw ApiError(shutting_down_ ? 503 : 500, job->error);
-    int64_t reasoning_tokens = 0;
+    std::vector<std::unique_lock<std::mutex>> locks;
+    for (const auto& j : jobs) locks.emplace_back(j->mutex);
+    for (const auto& j : jobs)
+      if (!j->error.empty()) throw ApiError(shutting_down_ ? 503 : 500, j->error);
+    std::vector<int64_t> reasoning_tokens(jobs.size(), 0);
     Reply history_reply;
     json body;
     body["id"] = id;
@@ -513,43 +574,48 @@ void OpenAiServer::completion(const HttpRequest& request, HttpResponder& respons
     body["created"] = created;
     body["model"] = options_.model_id;
     body["system_fingerprint"] = kFingerprint;
-    if (chat) {
-      const Reply reply = snapshot(job->tokens, &job->result, &reasoning_tokens);
-      history_reply = reply;
-      json message;
-      message["role"] = "assistant";
-      message["content"] =
-          reply.content.empty() && !reply.tool_calls.empty() ? json() : json(reply.content);
-      message["refusal"] = nullptr;
-      if (!reply.reasoning.empty()) message["reasoning_content"] = reply.reasoning;
-      if (!reply.tool_calls.empty()) message["tool_calls"] = reply.tool_calls;
-      body["choices"] = json::array(
-          {{{"index", 0},
-            {"message", message},
-            {"logprobs",
-             r.top_logprobs >= 0 ? chat_logprobs(engine.vocab(), job->logprobs) : json()},
-            {"finish_reason",
-             finish_reason(job->result.finish_reason, !reply.tool_calls.empty())}}});
-    } else {
-      size_t text_offset = r.echo ? r.prompt.size() : 0;
-      body["choices"] = json::array(
-          {{{"text", r.echo ? r.prompt + job->result.text : job->result.text},
-            {"index", 0},
-            {"logprobs", r.top_logprobs >= 0
-                             ? completion_logprobs(engine.vocab(), job->logprobs, &text_offset)
-                             : json()},
-            {"finish_reason", finish_reason(job->result.finish_reason, false)}}});
+    body["choices"] = json::array();
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      Job& j = *jobs[i];
+      if (chat) {
+        const Reply reply = snapshot(i, j.tokens, &j.result, &reasoning_tokens[i]);
+        if (i == 0) history_reply = reply;
+        json message;
+        message["role"] = "assistant";
+        message["content"] =
+            reply.content.empty() && !reply.tool_calls.empty() ? json() : json(reply.content);
+        message["refusal"] = nullptr;
+        if (!reply.reasoning.empty()) message["reasoning_content"] = reply.reasoning;
+        if (!reply.tool_calls.empty()) message["tool_calls"] = reply.tool_calls;
+        body["choices"].push_back(
+            {{"index", i},
+             {"message", message},
+             {"logprobs", r.top_logprobs >= 0 ? chat_logprobs(engine.vocab(), j.logprobs) : json()},
+             {"finish_reason", finish_reason(j.result.finish_reason, !reply.tool_calls.empty())}});
+      } else {
+        size_t text_offset = r.echo ? r.prompt.size() : 0;
+        body["choices"].push_back(
+            {{"text", r.echo ? r.prompt + j.result.text : j.result.text},
+             {"index", i},
+             {"logprobs", r.top_logprobs >= 0
+                              ? completion_logprobs(engine.vocab(), j.logprobs, &text_offset)
+                              : json()},
+             {"finish_reason", finish_reason(j.result.finish_reason, false)}});
+      }
     }
-    body["usage"] = usage_of(*job, reasoning_tokens).to_json(chat);
+    body["usage"] = usage_of(reasoning_tokens).to_json(chat);
+    const int slot = job->slot;
+    const FinishReason finish = job->result.finish_reason;
+    locks.clear();
     response.send(200, kJson, dump(body));
-    if (chat) warm_history(history_reply, job->slot, job->result.finish_reason);
+    if (chat) warm_history(history_reply, slot, finish);
     return;
   }
 
   // ---- streaming ------------------------------------------------------------------------------
   if (!response.begin_stream(200, "text/event-stream",
                              {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}})) {
-    scheduler_.withdraw(job);
+    for (const auto& j : jobs) scheduler_.withdraw(j);
     ++disconnects_;
     return;
   }
@@ -572,41 +638,60 @@ void OpenAiServer::completion(const HttpRequest& request, HttpResponder& respons
     if (r.include_usage) c["usage"] = nullptr;
     return c;
   };
-  auto delta_chunk = [&](json delta, json finish, json logprobs = nullptr) {
-    return chunk({{"index", 0},
+  auto delta_chunk = [&](size_t index, json delta, json finish, json logprobs = nullptr) {
+    return chunk({{"index", index},
                   {"delta", std::move(delta)},
                   {"logprobs", std::move(logprobs)},
                   {"finish_reason", std::move(finish)}});
   };
-  auto text_chunk = [&](std::string text, json finish, json logprobs = nullptr) {
+  auto text_chunk = [&](size_t index, std::string text, json finish, json logprobs = nullptr) {
     return chunk({{"text", std::move(text)},
-                  {"index", 0},
+                  {"index", index},
                   {"logprobs", std::move(logprobs)},
                   {"finish_reason", std::move(finish)}});
   };
-  // Logprobs of tokens committed since the last content chunk go with the next one.
-  std::vector<TokenLogprob> pending_logprobs;
-  size_t logprobs_taken = 0;
-  size_t text_offset = r.echo ? r.prompt.size() : 0;
-  auto take_logprobs = [&]() -> json {
+
+  // What the client has of each choice: only ever appended to.
+  struct ChoiceStream {
+    size_t index = 0;
+    Job* job = nullptr;
+    uint64_t seen = 0;
+    size_t tokens_seen = 0;
+    Clock::time_point last_parse;
+    bool finished = false;  // its finish_reason went out
+    std::string sent_reasoning, sent_content, sent_text;
+    std::vector<std::string> sent_args;
+    // Logprobs of tokens committed since the last content chunk go with the next one.
+    std::vector<TokenLogprob> pending_logprobs;
+    size_t logprobs_taken = 0;
+    size_t text_offset = 0;
+    int64_t reasoning_tokens = 0;
+  };
+  constexpr auto kParseInterval = std::chrono::milliseconds(5);
+  std::vector<ChoiceStream> streams(jobs.size());
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    streams[i].index = i;
+    streams[i].job = jobs[i].get();
+    streams[i].last_parse = Clock::now() - kParseInterval;
+    streams[i].text_offset = r.echo ? r.prompt.size() : 0;
+  }
+  auto take_logprobs = [&](ChoiceStream& c) -> json {
     if (r.top_logprobs < 0) return nullptr;
-    json out = chat ? chat_logprobs(engine.vocab(), pending_logprobs)
-                    : completion_logprobs(engine.vocab(), pending_logprobs, &text_offset);
-    pending_logprobs.clear();
+    json out = chat ? chat_logprobs(engine.vocab(), c.pending_logprobs)
+                    : completion_logprobs(engine.vocab(), c.pending_logprobs, &c.text_offset);
+    c.pending_logprobs.clear();
     return out;
   };
-  auto collect_logprobs = [&]() {  // with job->mutex held
+  auto collect_logprobs = [&](ChoiceStream& c) {  // with c.job->mutex held
     if (r.top_logprobs < 0) return;
-    pending_logprobs.insert(pending_logprobs.end(),
-                            job->logprobs.begin() + static_cast<std::ptrdiff_t>(logprobs_taken),
-                            job->logprobs.end());
-    logprobs_taken = job->logprobs.size();
+    const auto& all = c.job->logprobs;
+    c.pending_logprobs.insert(c.pending_logprobs.end(),
+                              all.begin() + static_cast<std::ptrdiff_t>(c.logprobs_taken),
+                              all.end());
+    c.logprobs_taken = all.size();
   };
-
-  // What the client has: only ever appended to.
-  std::string sent_reasoning, sent_content, sent_text;
-  std::vector<std::string> sent_args;
-  auto emit_text = [&](const std::string& full, std::string& sent, const char* key, bool final) {
+  auto emit_text = [&](ChoiceStream& c, const std::string& full, std::string& sent, const char* key,
+                       bool final) {
     if (full.size() <= sent.size() || full.compare(0, sent.size(), sent) != 0) return;
     size_t end = full.size();
     if (!final) {
@@ -618,26 +703,27 @@ void OpenAiServer::completion(const HttpRequest& request, HttpResponder& respons
     sent = full.substr(0, end);
     const bool content = std::string_view(key) != "reasoning_content";
     if (chat) {
-      send_event(delta_chunk({{key, piece}}, nullptr, content ? take_logprobs() : json()));
+      send_event(
+          delta_chunk(c.index, {{key, piece}}, nullptr, content ? take_logprobs(c) : json()));
     } else {
-      send_event(text_chunk(piece, nullptr, take_logprobs()));
+      send_event(text_chunk(c.index, piece, nullptr, take_logprobs(c)));
     }
   };
-  auto emit_reply = [&](const Reply& now, bool final) {
-    emit_text(now.reasoning, sent_reasoning, "reasoning_content", final);
-    emit_text(now.content, sent_content, "content", final);
+  auto emit_reply = [&](ChoiceStream& c, const Reply& now, bool final) {
+    emit_text(c, now.reasoning, c.sent_reasoning, "reasoning_content", final);
+    emit_text(c, now.content, c.sent_content, "content", final);
     for (size_t i = 0; i < now.tool_calls.size(); ++i) {
       const json& call = now.tool_calls[i];
-      if (i >= sent_args.size()) {
+      if (i >= c.sent_args.size()) {
         json first = {{"index", i},
                       {"id", call["id"]},
                       {"type", "function"},
                       {"function", {{"name", call["function"]["name"]}, {"arguments", ""}}}};
-        send_event(delta_chunk({{"tool_calls", json::array({first})}}, nullptr));
-        sent_args.emplace_back();
+        send_event(delta_chunk(c.index, {{"tool_calls", json::array({first})}}, nullptr));
+        c.sent_args.emplace_back();
       }
       const std::string args = call["function"].value("arguments", "");
-      std::string& sent = sent_args[i];
+      std::string& sent = c.sent_args[i];
       if (args.size() <= sent.size() || args.compare(0, sent.size(), sent) != 0) continue;
       const size_t end =
           final ? args.size() : complete_utf8(std::string_view(args).substr(0, settled(args)));
@@ -645,47 +731,85 @@ void OpenAiServer::completion(const HttpRequest& request, HttpResponder& respons
       json fragment = {{"index", i},
                        {"function", {{"arguments", args.substr(sent.size(), end - sent.size())}}}};
       sent = args.substr(0, end);
-      send_event(delta_chunk({{"tool_calls", json::array({fragment})}}, nullptr));
+      send_event(delta_chunk(c.index, {{"tool_calls", json::array({fragment})}}, nullptr));
     }
   };
-
-  if (chat) {
-    send_event(
-        delta_chunk({{"role", "assistant"}, {"content", ""}, {"refusal", nullptr}}, nullptr));
-  } else if (r.echo) {
-    send_event(text_chunk(r.prompt, nullptr));
-  }
-  size_t tokens_seen = 0;
-  constexpr auto kParseInterval = std::chrono::milliseconds(5);
-  auto last_parse = Clock::now() - kParseInterval;
-  for (;;) {
-    seen = job->wait_for_update(seen, std::chrono::milliseconds(tokens_seen > 0 ? 5 : 100));
-    std::vector<int32_t> tokens;
-    std::string text;
-    bool done = false;
-    {
-      std::lock_guard lock(job->mutex);
-      done = job->done;
-      if (chat && job->tokens.size() != tokens_seen) tokens = job->tokens;
-      if (!chat) text = job->text;
-      collect_logprobs();
+  // The end of one choice (its job done, its mutex held): the rest of its text, its finish.
+  Reply history_reply;
+  auto finish_choice = [&](ChoiceStream& c) {
+    Job& j = *c.job;
+    collect_logprobs(c);
+    if (chat) {
+      const Reply reply = snapshot(c.index, j.tokens, &j.result, &c.reasoning_tokens);
+      if (c.index == 0) history_reply = reply;
+      emit_reply(c, reply, true);
+      send_event(delta_chunk(c.index, json::object(),
+                             finish_reason(j.result.finish_reason, !reply.tool_calls.empty()),
+                             take_logprobs(c)));
+    } else {
+      emit_text(c, j.result.text, c.sent_text, "text", true);
+      send_event(
+          text_chunk(c.index, "", finish_reason(j.result.finish_reason, false), take_logprobs(c)));
     }
-    if (!done && (write_failed || client_left())) {
+    c.finished = true;
+  };
+
+  for (ChoiceStream& c : streams) {
+    if (chat) {
+      send_event(delta_chunk(
+          c.index, {{"role", "assistant"}, {"content", ""}, {"refusal", nullptr}}, nullptr));
+    } else if (r.echo) {
+      send_event(text_chunk(c.index, r.prompt, nullptr));
+    }
+  }
+  for (;;) {
+    // Wait on the first unfinished choice; the others are looked at on every pass.
+    ChoiceStream* waiting = nullptr;
+    for (ChoiceStream& c : streams)
+      if (!c.finished && waiting == nullptr) waiting = &c;
+    if (waiting == nullptr) break;
+    const bool any_tokens = std::any_of(streams.begin(), streams.end(),
+                                        [](const ChoiceStream& c) { return c.tokens_seen > 0; });
+    waiting->seen = waiting->job->wait_for_update(
+        waiting->seen, std::chrono::milliseconds(any_tokens || streams.size() > 1 ? 5 : 100));
+    bool failed = false;
+    for (ChoiceStream& c : streams) {
+      if (c.finished) continue;
+      Job& j = *c.job;
+      std::vector<int32_t> tokens;
+      std::string text;
+      std::unique_lock lock(j.mutex);
+      if (j.done) {
+        if (!j.error.empty()) {
+          failed = true;
+          continue;
+        }
+        finish_choice(c);
+        continue;
+      }
+      if (chat && j.tokens.size() != c.tokens_seen) tokens = j.tokens;
+      if (!chat) text = j.text;
+      collect_logprobs(c);
+      lock.unlock();
+      if (chat && !tokens.empty() && Clock::now() - c.last_parse >= kParseInterval) {
+        // Re-parsing the reply costs O(reply) per call: at most one parse per interval.
+        c.last_parse = Clock::now();
+        c.tokens_seen = tokens.size();
+        emit_reply(c, snapshot(c.index, tokens, nullptr, nullptr), false);
+      } else if (!chat) {
+        emit_text(c, text, c.sent_text, "text", false);
+      }
+    }
+    if (failed) break;
+    const bool all_finished = std::all_of(streams.begin(), streams.end(),
+                                          [](const ChoiceStream& c) { return c.finished; });
+    if (!all_finished && (write_failed || client_left())) {
       if (write_failed) {
-        scheduler_.withdraw(job);
+        for (const auto& j : jobs) scheduler_.withdraw(j);
         ++disconnects_;
       }
       response.close_after();
       return;
-    }
-    if (done) break;
-    if (chat && !tokens.empty() && Clock::now() - last_parse >= kParseInterval) {
-      // Re-parsing the reply costs O(reply) per call: at most one parse per interval.
-      last_parse = Clock::now();
-      tokens_seen = tokens.size();
-      emit_reply(snapshot(tokens, nullptr, nullptr), false);
-    } else if (!chat) {
-      emit_text(text, sent_text, "text", false);
     }
     if (Clock::now() - last_write > std::chrono::milliseconds(options_.sse_ping_ms)) {
       write_failed = !response.write_chunk(": ping\n\n");
@@ -693,36 +817,41 @@ void OpenAiServer::completion(const HttpRequest& request, HttpResponder& respons
     }
   }
 
-  std::lock_guard lock(job->mutex);
-  if (!job->error.empty()) {
-    // The status went out with the first chunk: the error goes in-band, then the stream ends.
-    send_event(json::parse(error_body(500, job->error)));
-    response.end_stream();
-    return;
-  }
-  int64_t reasoning_tokens = 0;
-  bool has_calls = false;
-  collect_logprobs();
-  Reply history_reply;
-  if (chat) {
-    const Reply reply = snapshot(job->tokens, &job->result, &reasoning_tokens);
-    history_reply = reply;
-    emit_reply(reply, true);
-    has_calls = !reply.tool_calls.empty();
-    send_event(delta_chunk(json::object(), finish_reason(job->result.finish_reason, has_calls),
-                           take_logprobs()));
-  } else {
-    emit_text(job->result.text, sent_text, "text", true);
-    send_event(text_chunk("", finish_reason(job->result.finish_reason, false), take_logprobs()));
+  // A failed choice: the status went out with the first chunk, so the error goes in-band and
+  // the stream ends (the other choices are cancelled by cancel_unfinished).
+  for (const auto& j : jobs) {
+    std::string error;
+    {
+      std::lock_guard lock(j->mutex);
+      error = j->done ? j->error : std::string();
+    }
+    if (!error.empty()) {
+      send_event(json::parse(error_body(500, error)));
+      response.end_stream();
+      return;
+    }
   }
   if (r.include_usage) {
+    std::vector<std::unique_lock<std::mutex>> locks;
+    for (const auto& j : jobs) locks.emplace_back(j->mutex);
+    std::vector<int64_t> reasoning_tokens;
+    for (const ChoiceStream& c : streams) reasoning_tokens.push_back(c.reasoning_tokens);
     json c = chunk(nullptr);
-    c["usage"] = usage_of(*job, reasoning_tokens).to_json(chat);
+    c["usage"] = usage_of(reasoning_tokens).to_json(chat);
     send_event(c);
   }
   if (!write_failed) write_failed = !response.write_chunk("data: [DONE]\n\n");
   response.end_stream();
-  if (!write_failed) warm_history(history_reply, job->slot, job->result.finish_reason);
+  if (!write_failed) {
+    int slot;
+    FinishReason finish;
+    {
+      std::lock_guard lock(job->mutex);
+      slot = job->slot;
+      finish = job->result.finish_reason;
+    }
+    warm_history(history_reply, slot, finish);
+  }
 }
 
 }  // namespace boltrt::server

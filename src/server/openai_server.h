@@ -12,6 +12,14 @@
 // chunk with the role, reasoning_content / content deltas, tool-call deltas (index, id, type
 // and name first, then argument fragments that only ever append), a last chunk with
 // finish_reason, a usage chunk when stream_options.include_usage, then `data: [DONE]`.
+//
+// `n` > 1: each choice is its own job (a sequence in its own slot, batched with everything
+// else); the choices are admitted together or not at all, one slot or queue place each (429
+// when the free slots and queue places are fewer than n, 400 when n exceeds --parallel plus
+// --max-queue), and wait in the FIFO queue side by side. Choice i samples with choice_seed().
+// Streams interleave the choices' chunks, each with its `index` and its own finish_reason;
+// usage counts the prompt once and sums the completions. Only choice 0's reply is pre-filled
+// as history for the next turn.
 #pragma once
 #include <atomic>
 #include <memory>
@@ -58,6 +66,12 @@ class OpenAiServer {
   std::atomic<uint64_t> rejected_full_{0}, client_errors_{0}, disconnects_{0};
   int64_t created_;
 };
+
+// The sampler seed of choice `index` of a request with `seed` (`n` > 1): choice 0 keeps it,
+// choice i > 0 gets (seed + i * 0x9E3779B9) mod 0xFFFFFFFF, so the same request gives the same
+// choices and a request with n = 1 the same text as choice 0 of a larger n. A random seed
+// (kRandomSeed) stays random: every choice draws its own.
+uint32_t choice_seed(uint32_t seed, int index);
 
 // Compares in time that depends only on the length of `expected` (no early exit, no length
 // oracle beyond that).

@@ -180,13 +180,25 @@ Scheduler::~Scheduler() {
 }
 
 bool Scheduler::submit(const std::shared_ptr<Job>& job) {
+  return submit_all({job});
+}
+
+bool Scheduler::submit_all(const std::vector<std::shared_ptr<Job>>& jobs) {
   std::lock_guard lock(mutex_);
   if (stopping_) return false;
-  job->submitted = Clock::now();
-  const bool free_slot =
-      std::any_of(slots_.begin(), slots_.end(), [](const auto& s) { return !s->busy; });
-  if (!free_slot && static_cast<int>(queue_.size()) >= options_.max_queue) return false;
-  queue_.push_back(job);
+  const auto free_slots = std::count_if(slots_.begin(), slots_.end(),
+                                        [](const auto& s) { return !s->busy && !s->job; });
+  // Places: free slots (after the jobs already queued took theirs) plus free queue places.
+  const int64_t waiting = static_cast<int64_t>(queue_.size());
+  const int64_t places =
+      std::max<int64_t>(0, free_slots - waiting) +
+      std::max<int64_t>(0, options_.max_queue - std::max<int64_t>(0, waiting - free_slots));
+  if (static_cast<int64_t>(jobs.size()) > places) return false;
+  const auto now = Clock::now();
+  for (const auto& job : jobs) {
+    job->submitted = now;
+    queue_.push_back(job);
+  }
   dispatch();
   return true;
 }

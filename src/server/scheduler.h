@@ -121,6 +121,13 @@ class Scheduler {
 
   // Queues a job; false when the queue is full (the job is not taken).
   bool submit(const std::shared_ptr<Job>& job);
+  // Queues the jobs of one request (its `n` choices) together or not at all: each is one unit
+  // of work, so they are taken only when every one has a free slot or a queue place (false
+  // otherwise, nothing taken). They stay consecutive in the FIFO queue, so a request's choices
+  // run as slots free up, before later requests and after earlier ones.
+  bool submit_all(const std::vector<std::shared_ptr<Job>>& jobs);
+  // The most jobs one request can ever have admitted at once: slots + queue places.
+  int capacity() const { return options_.parallel + options_.max_queue; }
   // Pre-fills `tokens` (a conversation's history with the reply just given) into `slot` while
   // it is idle, so that the conversation's next turn finds them cached. Does nothing when the
   // slot is busy or requests are waiting. A queued request that shares more with the warming
