@@ -1,5 +1,6 @@
 // Qwen3.5 GDN ops other than the delta rule (docs/qwen35.md §4.4): the causal conv1d with its
-// carried window, and the gated RMSNorm, against float64 references written from the formulas.
+// carried window, the gated RMSNorm and IMROPE angles, against float64 references written from the
+// formulas.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,6 +10,8 @@
 
 #include "backend/cpu/causal_conv1d.h"
 #include "backend/cpu/gated_rms_norm.h"
+#include "backend/cpu/imrope.h"
+#include "backend/cpu/ops.h"
 
 namespace {
 
@@ -86,6 +89,27 @@ TEST(GatedRmsNorm, MatchesFormula) {
       const double ref = o[size_t(i)] * inv * w[size_t(i)] * zi / (1.0 + std::exp(-zi));
       EXPECT_NEAR(y[size_t(i)], ref, 1e-5 * (1.0 + std::fabs(ref))) << amp << " " << i;
     }
+  }
+}
+
+// Released sections [11, 11, 10, 0] with n_rot 64 cover every pair: plain NEOX angles, bit for
+// bit. Sections [3, 2, 1, 2] leave pairs with i mod 8 in {5, 7} unrotated (§4.3, verified
+// against llama.cpp by the spec's author).
+TEST(Imrope, TextAnglesBySection) {
+  const int64_t n_rot = 64, half = n_rot / 2, pos = 37;
+  const auto n = static_cast<size_t>(half);
+  std::vector<float> c_ref(n), s_ref(n), c(n), s(n);
+  boltrt::cpu::rope_angles(pos, n_rot, 1e7f, nullptr, c_ref.data(), s_ref.data());
+
+  boltrt::cpu::imrope_text_angles(pos, n_rot, 1e7f, {11, 11, 10, 0}, c.data(), s.data());
+  EXPECT_EQ(c, c_ref);
+  EXPECT_EQ(s, s_ref);
+
+  boltrt::cpu::imrope_text_angles(pos, n_rot, 1e7f, {3, 2, 1, 2}, c.data(), s.data());
+  for (int64_t i = 0; i < half; ++i) {
+    const bool unrotated = i % 8 == 5 || i % 8 == 7;
+    EXPECT_EQ(c[size_t(i)], unrotated ? 1.0f : c_ref[size_t(i)]) << i;
+    EXPECT_EQ(s[size_t(i)], unrotated ? 0.0f : s_ref[size_t(i)]) << i;
   }
 }
 
