@@ -83,6 +83,11 @@ TEST(Qwen35Config, Released4BShape) {
   EXPECT_EQ(c.n_gdn_layers(), 24);
   EXPECT_EQ(c.n_attn_layers(), 8);
   for (int i = 0; i < 32; ++i) EXPECT_EQ(c.is_gdn[size_t(i)], i % 4 != 3) << i;
+  // §5.1 for 4B: conv window 24 × 96 KiB, delta state 24 × 2 MiB, F16 KV 32 KiB per token
+  EXPECT_EQ(c.conv_state_bytes_per_layer(), 96 * 1024);
+  EXPECT_EQ(c.delta_state_bytes_per_layer(), 2 * 1024 * 1024);
+  EXPECT_EQ(c.recurrent_state_bytes(), 24 * (96 * 1024 + 2 * 1024 * 1024));
+  EXPECT_EQ(c.kv_bytes_per_token(2), 32 * 1024);
 }
 
 TEST(Qwen35Config, ExplicitScheduleWinsAndMtpBlocksAreAttention) {

@@ -78,6 +78,27 @@ int64_t Qwen35Config::n_attn_layers() const {
   return n_layer - n_gdn_layers();
 }
 
+int64_t Qwen35Config::conv_state_bytes_per_layer() const {
+  return (conv_kernel - 1) * conv_channels() * static_cast<int64_t>(sizeof(float));
+}
+
+int64_t Qwen35Config::delta_state_bytes_per_layer() const {
+  return ssm_n_v_head * ssm_d_state * ssm_d_state * static_cast<int64_t>(sizeof(float));
+}
+
+int64_t Qwen35Config::recurrent_state_bytes() const {
+  return n_gdn_layers() * (conv_state_bytes_per_layer() + delta_state_bytes_per_layer());
+}
+
+int64_t Qwen35Config::kv_bytes_per_token(int64_t bytes_per_element) const {
+  int64_t n = 0;  // K and V, Hkv heads of hd each, per trunk attention layer
+  for (int64_t i = 0; i < n_layer; ++i) {
+    const auto s = static_cast<size_t>(i);
+    if (!is_gdn[s]) n += 2 * n_head_kv[s] * head_dim * bytes_per_element;
+  }
+  return n;
+}
+
 Qwen35Config Qwen35Config::from_gguf(const gguf::File& file) {
   const std::string& path = file.path();
   if (file.architecture() != "qwen35") {

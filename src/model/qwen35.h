@@ -49,6 +49,14 @@ struct Qwen35Config {
   int64_t n_gdn_layers() const;   // GDN layers among the trunk's n_layer
   int64_t n_attn_layers() const;  // full-attention layers among the trunk's n_layer
 
+  // Per-sequence memory (§5.1), for the memory figures. Recurrent state is always F32: per GDN
+  // layer a conv window of Kc−1 raw inputs [C] and Hv delta states dk × dv; it does not grow
+  // with the context. The KV cache of the trunk's attention layers grows by kv_bytes_per_token.
+  int64_t conv_state_bytes_per_layer() const;
+  int64_t delta_state_bytes_per_layer() const;
+  int64_t recurrent_state_bytes() const;  // all trunk GDN layers, one sequence
+  int64_t kv_bytes_per_token(int64_t bytes_per_element) const;
+
   static Qwen35Config from_gguf(const gguf::File& file);
 };
 
