@@ -1,6 +1,6 @@
 // Qwen3.5 GDN ops other than the delta rule (docs/qwen35.md §4.4): the causal conv1d with its
-// carried window, the gated RMSNorm and IMROPE angles, against float64 references written from the
-// formulas.
+// carried window, the gated RMSNorm, L2Norm, the decay and write gates and IMROPE angles, against
+// float64 references written from the formulas.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,6 +10,7 @@
 
 #include "backend/cpu/causal_conv1d.h"
 #include "backend/cpu/gated_rms_norm.h"
+#include "backend/cpu/gdn_gates.h"
 #include "backend/cpu/imrope.h"
 #include "backend/cpu/ops.h"
 
@@ -90,6 +91,35 @@ TEST(GatedRmsNorm, MatchesFormula) {
       EXPECT_NEAR(y[size_t(i)], ref, 1e-5 * (1.0 + std::fabs(ref))) << amp << " " << i;
     }
   }
+}
+
+TEST(L2Norm, UnitLengthAndEpsFloor) {
+  std::vector<float> x = random_vec(40, 6), y(40);
+  boltrt::cpu::l2_norm(x.data(), 40, 1e-6f, y.data());
+  double ss = 0.0;
+  for (const float v : y) ss += double(v) * v;
+  EXPECT_NEAR(ss, 1.0, 1e-6);
+  const std::vector<float> tiny(8, 1e-9f);  // ‖x‖ < ε: divided by ε, not by ‖x‖
+  std::vector<float> t(8);
+  boltrt::cpu::l2_norm(tiny.data(), 8, 1e-6f, t.data());
+  EXPECT_FLOAT_EQ(t[0], 1e-3f);
+}
+
+TEST(GdnGates, SoftplusDecayAndSigmoid) {
+  const std::vector<float> a{-30.0f, -1.0f, 0.5f, 19.0f, 25.0f};
+  const std::vector<float> b{-2.0f, 0.0f, 1.0f, 3.0f, -0.5f};
+  const std::vector<float> bias{0.0f, 0.25f, -0.5f, 0.5f, 0.0f};
+  const std::vector<float> A{-1.0f, -0.5f, -2.0f, -0.1f, -1.5f};
+  std::vector<float> gamma(5), beta(5);
+  boltrt::cpu::gdn_gates(a.data(), b.data(), bias.data(), A.data(), 5, gamma.data(), beta.data());
+  for (size_t h = 0; h < 5; ++h) {
+    const double x = double(a[h]) + bias[h];
+    const double sp = x > 20.0 ? x : std::log1p(std::exp(x));
+    EXPECT_NEAR(gamma[h], sp * A[h], 1e-6 * (1.0 + std::fabs(sp * A[h]))) << h;
+    EXPECT_LE(gamma[h], 0.0f);
+    EXPECT_NEAR(beta[h], 1.0 / (1.0 + std::exp(-double(b[h]))), 1e-7) << h;
+  }
+  EXPECT_EQ(gamma[4], 25.0f * -1.5f);  // above the cut softplus is the identity
 }
 
 // Released sections [11, 11, 10, 0] with n_rot 64 cover every pair: plain NEOX angles, bit for
