@@ -53,8 +53,8 @@ struct ReasoningController::Shared {
 // ---- vocabulary ---------------------------------------------------------------------------------
 
 std::optional<ReasoningVocab> ReasoningVocab::for_tokenizer(const text::Tokenizer& tokenizer) {
-  // Gemma 4's markers, else Qwen3.5's: whichever the vocabulary has as tokens.
-  for (text::ChatFormat format : {text::ChatFormat::kGemma4, text::ChatFormat::kQwen35}) {
+  // The first chat format whose thought markers the vocabulary has as tokens.
+  for (text::ChatFormat format : text::formats_with_thoughts()) {
     const text::ThoughtMarkerText m = text::thought_markers(format);
     const text::TokenId open = tokenizer.find(m.open);
     const text::TokenId close = tokenizer.find(m.close);

@@ -225,6 +225,11 @@ ParsedOutput parse_qwen35_output(std::string_view output, std::string_view gener
   return out;
 }
 
+std::span<const ChatFormat> formats_with_thoughts() {
+  static constexpr ChatFormat kFormats[] = {ChatFormat::kGemma4, ChatFormat::kQwen35};
+  return kFormats;
+}
+
 ThoughtMarkerText thought_markers(ChatFormat format) {
   if (format == ChatFormat::kQwen35) return {"<think>", "\n", "</think>"};
   return {"<|channel>", "thought\n", "<channel|>"};

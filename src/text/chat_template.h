@@ -11,6 +11,7 @@
 //   ParsedOutput r = parse_gemma4_output(out, p.generation_prompt, tools);
 #pragma once
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -122,6 +123,9 @@ struct ThoughtMarkerText {
   std::string open, label, close;
 };
 ThoughtMarkerText thought_markers(ChatFormat format);
+// The formats that have thought markers, in the order a vocabulary is matched against them (the
+// first whose markers are tokens wins), so that callers need not name a format.
+std::span<const ChatFormat> formats_with_thoughts();
 
 // The output parser of `format` (kNone: everything is content).
 ParsedOutput parse_output(ChatFormat format, std::string_view output,
