@@ -29,7 +29,7 @@ class CudaDFlash : public ::testing::Test {
     const std::string tiny = test::source_dir() + "/models/tiny/";
     return test::run_command_split(quote(test::cli_path()) + " generate -m " +
                                    quote(tiny + "tiny-q8_0.gguf") + " -p " + quote(prompt) +
-                                   " -n 48 --temp 0 --device cuda " + extra);
+                                   " -n 32 --temp 0 --device cuda " + extra);
   }
 };
 
