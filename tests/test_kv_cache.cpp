@@ -35,17 +35,20 @@ void fill(KvCache& kv, int64_t from, int64_t to, int64_t row) {
 
 TEST(KvCache, StoresEachTypeWithinItsPrecision) {
   const int64_t row = 64;
-  for (KvType type : {KvType::F32, KvType::F16, KvType::Q8_0}) {
+  for (KvType type : {KvType::F32, KvType::F16, KvType::Q8_0, KvType::Q4_0}) {
     KvCache kv(layout(row), 40, 3, type);
     fill(kv, 0, 20, row);
     std::vector<float> k(static_cast<size_t>(20 * row)), v(k.size());
     kv.read(3, 0, 20, k.data(), v.data());  // shared full layer reads layer 0
     // f16: 2^-11 relative; q8_0: half a step d = amax/127 (amax <= 4) plus the f16 rounding of
-    // d itself, which moves q * d by up to 127 * d * 2^-11
-    const double step = 4.0 / 127;
-    const double tol = type == KvType::F32   ? 0.0
-                       : type == KvType::F16 ? 4.0 / 2048
-                                             : step * (0.5 + 127.0 / 2048) + 1e-6;
+    // d itself, which moves q * d by up to 127 * d * 2^-11; q4_0: d = amax / 8 and a whole
+    // step (the value of the opposite sign to the largest, -8 d, is clamped to 7 d), plus the
+    // f16 rounding of d times 8
+    const double step = 4.0 / 127, step4 = 4.0 / 8;
+    const double tol = type == KvType::F32    ? 0.0
+                       : type == KvType::F16  ? 4.0 / 2048
+                       : type == KvType::Q8_0 ? step * (0.5 + 127.0 / 2048) + 1e-6
+                                              : step4 * (1.0 + 8.0 / 2048) + 1e-6;
     for (int64_t p = 0; p < 20; ++p) {
       auto ek = row_for(p, row, 0.0f), ev = row_for(p, row, 10.0f);
       for (int64_t i = 0; i < row; ++i) {
@@ -100,12 +103,15 @@ TEST(KvCache, RollbackWithinBatchWorksBeyondThrows) {
 TEST(KvCache, RejectsBadLayouts) {
   EXPECT_THROW(KvCache({{32, 0, -1}, {0, 0, 5}}, 10, 1, KvType::F16), Error);
   EXPECT_THROW(KvCache({{33, 0, -1}}, 10, 1, KvType::Q8_0), Error);
+  EXPECT_THROW(KvCache({{48, 0, -1}}, 10, 1, KvType::Q4_0), Error);
   EXPECT_THROW(KvCache({{32, 0, -1}}, 0, 1, KvType::F16), Error);
   KvCache kv({{32, 0, -1}}, 10, 1, KvType::F16);
   std::vector<float> r(32);
   EXPECT_THROW(kv.write(0, 10, r.data(), r.data()), Error);
   EXPECT_EQ(kv_type_from_name("q8_0"), KvType::Q8_0);
-  EXPECT_FALSE(kv_type_from_name("q4_0").has_value());
+  EXPECT_EQ(kv_type_from_name("q4_0"), KvType::Q4_0);
+  EXPECT_STREQ(kv_type_name(KvType::Q4_0), "q4_0");
+  EXPECT_FALSE(kv_type_from_name("q4_1").has_value());
 }
 
 }  // namespace

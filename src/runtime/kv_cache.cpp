@@ -18,14 +18,21 @@ const char* kv_type_name(KvType t) {
       return "f32";
     case KvType::Q8_0:
       return "q8_0";
+    case KvType::Q4_0:
+      return "q4_0";
   }
   return "?";
+}
+
+const char* kv_type_names() {
+  return "f16, f32, q8_0, q4_0";
 }
 
 std::optional<KvType> kv_type_from_name(std::string_view name) {
   if (name == "f16" || name == "F16") return KvType::F16;
   if (name == "f32" || name == "F32") return KvType::F32;
   if (name == "q8_0" || name == "Q8_0") return KvType::Q8_0;
+  if (name == "q4_0" || name == "Q4_0") return KvType::Q4_0;
   return std::nullopt;
 }
 
@@ -59,6 +66,13 @@ KvCache::KvCache(std::vector<KvLayerSpec> layers, int64_t n_ctx, int64_t max_bat
                l.spec.row_size);
         }
         l.row_bytes = static_cast<size_t>(l.spec.row_size / 32) * 34;
+        break;
+      case KvType::Q4_0:
+        if (l.spec.row_size % 32 != 0) {
+          fail("KV cache: q4_0 needs rows of a multiple of 32 values, layer {} has {}", i,
+               l.spec.row_size);
+        }
+        l.row_bytes = static_cast<size_t>(l.spec.row_size / 32) * 18;
         break;
     }
     l.cells = l.spec.window > 0 ? std::min(n_ctx, l.spec.window - 1 + max_batch) : n_ctx;
@@ -95,6 +109,9 @@ void KvCache::store_row(const float* src, uint8_t* dst, int64_t n) const {
     case KvType::Q8_0:
       quantize_row(GgmlType::Q8_0, src, dst, n);
       break;
+    case KvType::Q4_0:
+      quantize_row(GgmlType::Q4_0, src, dst, n);
+      break;
   }
 }
 
@@ -109,6 +126,9 @@ void KvCache::load_row(const uint8_t* src, float* dst, int64_t n) const {
     }
     case KvType::Q8_0:
       dequantize_row(GgmlType::Q8_0, src, dst, n);
+      break;
+    case KvType::Q4_0:
+      dequantize_row(GgmlType::Q4_0, src, dst, n);
       break;
   }
 }

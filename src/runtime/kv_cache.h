@@ -6,8 +6,8 @@
 //                  holds the window of the oldest query of a micro-batch of up to max_batch tokens
 //                  plus the micro-batch itself, so memory does not grow with the context
 //   shared layer   allocates nothing and reads the cache of its source layer
-// Rows are n_head_kv * head_dim values stored as F16 (default), F32 or Q8_0 and handed out as
-// f32. K and V are stored separately.
+// Rows are n_head_kv * head_dim values stored as F16 (default), F32, Q8_0 or Q4_0 (the ggml
+// blocks of 32 values: 34 and 18 bytes) and handed out as f32. K and V are stored separately.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -17,9 +17,11 @@
 
 namespace boltrt {
 
-enum class KvType { F16, F32, Q8_0 };
+enum class KvType { F16, F32, Q8_0, Q4_0 };
 const char* kv_type_name(KvType t);
-std::optional<KvType> kv_type_from_name(std::string_view name);  // "f16", "f32", "q8_0"
+std::optional<KvType> kv_type_from_name(std::string_view name);  // "f16", "f32", "q8_0", "q4_0"
+// "f16, f32, q8_0, q4_0": the accepted names, for error messages and help texts
+const char* kv_type_names();
 
 struct KvLayerSpec {
   int64_t row_size = 0;  // n_head_kv * head_dim (0 for shared layers)
