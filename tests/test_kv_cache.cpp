@@ -2,10 +2,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
+#include "backend/cpu/ops.h"
 #include "runtime/kv_cache.h"
+#include "runtime/thread_pool.h"
 #include "util/error.h"
 
 namespace boltrt {
@@ -98,6 +101,52 @@ TEST(KvCache, RollbackWithinBatchWorksBeyondThrows) {
   EXPECT_EQ(kv.n_past(), 30);            // a failed rollback changes nothing
   kv.rollback(0);                        // always possible
   EXPECT_EQ(kv.n_past(), 0);
+}
+
+// Attention over the cache's rows in place (view(): f16 / q8_0 / q4_0 read by the kernels,
+// a ring that wraps) gives the bits of attention over the same rows converted by read().
+TEST(KvCache, AttentionOverTheViewEqualsAttentionOverReadRows) {
+  const int64_t head_dim = 64, n_head_kv = 2, n_head = 4, row = n_head_kv * head_dim;
+  const int64_t window = 40, n_tokens = 3, q_pos0 = 98;
+  // layer 0 full, layer 1 a window ring of 40 - 1 + 8 = 47 cells, holding 59..100 across its end
+  const std::vector<KvLayerSpec> specs = {{row, 0, -1}, {row, window, -1}};
+  std::vector<float> q(static_cast<size_t>(n_tokens * n_head * head_dim));
+  for (size_t i = 0; i < q.size(); ++i) q[i] = std::cos(0.3f * static_cast<float>(i));
+  ThreadPool pool(2);
+  for (KvType type : {KvType::F32, KvType::F16, KvType::Q8_0, KvType::Q4_0}) {
+    KvCache kv(specs, 200, 8, type);
+    for (int64_t p = 0; p <= q_pos0 + n_tokens - 1; ++p) {
+      for (int32_t l : {0, 1}) {
+        auto k = row_for(p, row, static_cast<float>(l));
+        auto v = row_for(p, row, static_cast<float>(l) + 10.0f);
+        kv.write(l, p, k.data(), v.data());
+      }
+    }
+    for (int32_t layer : {0, 1}) {
+      const int64_t w = layer == 1 ? window : 0;
+      const int64_t begin = layer == 1 ? q_pos0 - window + 1 : 0, end = q_pos0 + n_tokens;
+      const KvCache::View view = kv.view(layer, begin, end);
+      if (layer == 1) {
+        EXPECT_LT(view.k.split, end - begin) << "the ring should wrap";
+      }
+      std::vector<float> k(static_cast<size_t>((end - begin) * row)), v(k.size());
+      kv.read(layer, begin, end, k.data(), v.data());
+      for (ThreadPool* threads : {static_cast<ThreadPool*>(nullptr), &pool}) {
+        cpu::AttentionAccumulator in_place, converted;
+        std::vector<float> want(q.size()), got(q.size());
+        converted.begin(n_tokens, n_head, head_dim);
+        converted.add(q.data(), q_pos0, k.data(), v.data(), end - begin, begin, n_head_kv, w,
+                      0.125f, threads);
+        converted.finish(want.data());
+        in_place.begin(n_tokens, n_head, head_dim);
+        in_place.add(q.data(), q_pos0, view.k, view.v, end - begin, begin, n_head_kv, w, 0.125f,
+                     threads);
+        in_place.finish(got.data());
+        EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0)
+            << kv_type_name(type) << " layer " << layer << (threads ? " 2 threads" : "");
+      }
+    }
+  }
 }
 
 TEST(KvCache, RejectsBadLayouts) {

@@ -15,6 +15,8 @@
 #include <string_view>
 #include <vector>
 
+#include "backend/cpu/ops.h"
+
 namespace boltrt {
 
 enum class KvType { F16, F32, Q8_0, Q4_0 };
@@ -49,6 +51,13 @@ class KvCache {
   // Reads positions [pos_begin, pos_end) of a layer (or its source) as f32 rows into k and v
   // ([pos_end - pos_begin][row_size]). Throws if any of them is no longer held.
   void read(int32_t layer, int64_t pos_begin, int64_t pos_end, float* k, float* v) const;
+  // The same positions in place, in the cache's format, for cpu::AttentionAccumulator::add: row
+  // j at position pos_begin + j (a window layer's ring may wrap once). Valid until the next
+  // write. Throws as read() does.
+  struct View {
+    cpu::KvRows k, v;
+  };
+  View view(int32_t layer, int64_t pos_begin, int64_t pos_end) const;
 
   // Positions [0, n) hold valid data. Session bookkeeping: call after each forward.
   int64_t n_past() const { return n_past_; }
@@ -75,6 +84,7 @@ class KvCache {
   void store_row(const float* src, uint8_t* dst, int64_t n) const;
   // n floats (a whole number of rows) from the cell bytes at src
   void load_row(const uint8_t* src, float* dst, int64_t n) const;
+  void check_held(int32_t layer, const Layer& l, int64_t pos_begin, int64_t pos_end) const;
 
   std::vector<Layer> layers_;
   int64_t n_ctx_;
