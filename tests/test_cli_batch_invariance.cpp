@@ -106,7 +106,7 @@ TEST_F(CliBatchInvariance, LogitsIndependentOfMicroBatchAndThreadsForEveryWeight
 }
 
 TEST_F(CliBatchInvariance, LogitsIndependentOfMicroBatchAndThreadsForEveryKvType) {
-  for (const char* kv : {"f16", "f32", "q8_0"}) {
+  for (const char* kv : {"f16", "f32", "q8_0", "q4_0"}) {
     expect_invariant(tiny("tiny-f32.gguf"), std::string("--kv-type ") + kv);
     expect_invariant(models_.at("q4_k_m"), std::string("--kv-type ") + kv);
   }

@@ -29,7 +29,7 @@ TEST(CliKvFlags, CtkCtvSelectTheCacheType) {
 TEST(CliKvFlags, UnknownTypeFailsWithOneLine) {
   std::string out;
   EXPECT_EQ(test::run_command(logits_command("-ctk bogus -ctv bogus"), &out), 1);
-  EXPECT_EQ(out, "boltrt: error: --kv-type: 'bogus' is not one of f16, f32, q8_0\n");
+  EXPECT_EQ(out, "boltrt: error: --kv-type: 'bogus' is not one of f16, f32, q8_0, q4_0\n");
 }
 
 }  // namespace

@@ -157,7 +157,7 @@ class GgufTextModel : public TextModel {
 
 std::unique_ptr<TextModel> load_text_model(const TextModelOptions& options) {
   const auto kv_type = kv_type_from_name(options.kv_type);
-  if (!kv_type) fail("--kv-type: '{}' is not one of f16, f32, q8_0", options.kv_type);
+  if (!kv_type) fail("--kv-type: '{}' is not one of {}", options.kv_type, kv_type_names());
   if (options.on_progress) options.on_progress(0.0f);
   auto weights = Gemma4Model::load(options.path);
   if (options.on_progress) options.on_progress(1.0f);

@@ -429,8 +429,6 @@ void Gemma4Model::forward(const int32_t* tokens, std::span<const Gemma4Sequence>
   const Gemma4Config& c = config_;
   const int64_t D = c.n_embd, L = c.n_layer, P = c.n_embd_per_layer;
   const float eps = c.rms_eps;
-  // the caches change between calls: no f32 copy of an earlier call is reused
-  for (Gemma4Workspace::KvCopy& copy : ws.kv_copy) copy.kv = nullptr;
   // token t of the batch sits at position pos[t] of its sequence
   std::vector<int64_t> pos;
   for (size_t i = 0; i < sequences.size(); ++i) {
@@ -563,28 +561,18 @@ void Gemma4Model::forward(const int32_t* tokens, std::span<const Gemma4Sequence>
                    ws.k.data() + t * Hkv * hd, ws.v.data() + t * Hkv * hd);
         }
       }
-      // keys from the window of the first token (5.4) to the last token, read in chunks so a
-      // long context is never converted to f32 all at once
+      // keys from the window of the first token (5.4) to the last token, read in place in the
+      // cache's format, in chunks at fixed positions (kv_begin + i * chunk) that bound each
+      // query's scores
       const int64_t kv_begin = lc.sliding ? std::max<int64_t>(0, s.pos0 - c.n_swa + 1) : 0;
       const int64_t kv_end = s.pos0 + s.n_tokens;
       const int64_t chunk =
           std::min<int64_t>(kv_end - kv_begin, std::max<int64_t>(1, ws.attention_chunk));
-      Gemma4Workspace::KvCopy& copy = ws.kv_copy[lc.sliding ? 0 : 1];
-      float* k_all = sized(copy.k, chunk * Hkv * hd);
-      float* v_all = sized(copy.v, chunk * Hkv * hd);
-      const int32_t storage = kv.storage_layer(static_cast<int32_t>(il));
-      const bool one_chunk = chunk == kv_end - kv_begin;
-      const bool converted = one_chunk && copy.kv == &kv && copy.layer == storage &&
-                             copy.begin == kv_begin && copy.end == kv_end;
-      copy.kv = one_chunk ? &kv : nullptr;
-      copy.layer = storage;
-      copy.begin = kv_begin;
-      copy.end = kv_end;
       ws.attention.begin(s.n_tokens, H, hd);
       for (int64_t b = kv_begin; b < kv_end; b += chunk) {
         const int64_t e = std::min(kv_end, b + chunk);
-        if (!converted) kv.read(static_cast<int32_t>(il), b, e, k_all, v_all);
-        ws.attention.add(q + first * H * hd, s.pos0, k_all, v_all, e - b, b, Hkv,
+        const KvCache::View rows = kv.view(static_cast<int32_t>(il), b, e);
+        ws.attention.add(q + first * H * hd, s.pos0, rows.k, rows.v, e - b, b, Hkv,
                          lc.sliding ? c.n_swa : 0, /*scale=*/1.0f, pool);
       }
       ws.attention.finish(attn + first * H * hd);

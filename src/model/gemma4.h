@@ -114,21 +114,11 @@ struct Gemma4Layer {
 
 // Scratch memory for one forward call of up to max_batch tokens (reused between calls).
 struct Gemma4Workspace {
-  // Keys attended per pass: the f32 copy of K and V a layer reads holds at most this many
-  // positions (longer contexts are attended chunk by chunk with an online softmax).
+  // Keys attended per pass (longer contexts are attended chunk by chunk with an online softmax,
+  // which bounds each query's scores to this many floats).
   int64_t attention_chunk = 2048;
   std::vector<float> h, a, q, k, v, attn, o, gate, up, ple, ple_tok;
   std::vector<float> moe_x, moe_out, moe_rows, moe_gu, moe_act, moe_y, router;
-  // f32 copies of the keys and values a layer attends over, one per attention kind (sliding,
-  // full). A shared-KV layer that reads the same positions of the same cache storage as the
-  // layer of its kind before it (E4B: the last 18 layers) finds them converted already.
-  struct KvCopy {
-    std::vector<float> k, v;
-    const KvCache* kv = nullptr;  // whose storage layer `layer` positions [begin, end) they hold
-    int32_t layer = -1;
-    int64_t begin = 0, end = 0;
-  };
-  KvCopy kv_copy[2];
   std::vector<float> rope_cos, rope_sin;
   std::vector<float> last;
   cpu::AttentionAccumulator attention;

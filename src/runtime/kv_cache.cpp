@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "backend/cpu/ops.h"
 #include "quant/dequantize.h"
@@ -18,14 +19,21 @@ const char* kv_type_name(KvType t) {
       return "f32";
     case KvType::Q8_0:
       return "q8_0";
+    case KvType::Q4_0:
+      return "q4_0";
   }
   return "?";
+}
+
+const char* kv_type_names() {
+  return "f16, f32, q8_0, q4_0";
 }
 
 std::optional<KvType> kv_type_from_name(std::string_view name) {
   if (name == "f16" || name == "F16") return KvType::F16;
   if (name == "f32" || name == "F32") return KvType::F32;
   if (name == "q8_0" || name == "Q8_0") return KvType::Q8_0;
+  if (name == "q4_0" || name == "Q4_0") return KvType::Q4_0;
   return std::nullopt;
 }
 
@@ -59,6 +67,13 @@ KvCache::KvCache(std::vector<KvLayerSpec> layers, int64_t n_ctx, int64_t max_bat
                l.spec.row_size);
         }
         l.row_bytes = static_cast<size_t>(l.spec.row_size / 32) * 34;
+        break;
+      case KvType::Q4_0:
+        if (l.spec.row_size % 32 != 0) {
+          fail("KV cache: q4_0 needs rows of a multiple of 32 values, layer {} has {}", i,
+               l.spec.row_size);
+        }
+        l.row_bytes = static_cast<size_t>(l.spec.row_size / 32) * 18;
         break;
     }
     l.cells = l.spec.window > 0 ? std::min(n_ctx, l.spec.window - 1 + max_batch) : n_ctx;
@@ -95,6 +110,9 @@ void KvCache::store_row(const float* src, uint8_t* dst, int64_t n) const {
     case KvType::Q8_0:
       quantize_row(GgmlType::Q8_0, src, dst, n);
       break;
+    case KvType::Q4_0:
+      quantize_row(GgmlType::Q4_0, src, dst, n);
+      break;
   }
 }
 
@@ -109,6 +127,9 @@ void KvCache::load_row(const uint8_t* src, float* dst, int64_t n) const {
     }
     case KvType::Q8_0:
       dequantize_row(GgmlType::Q8_0, src, dst, n);
+      break;
+    case KvType::Q4_0:
+      dequantize_row(GgmlType::Q4_0, src, dst, n);
       break;
   }
 }
@@ -125,15 +146,50 @@ void KvCache::write(int32_t layer, int64_t pos, const float* k, const float* v) 
   if (!l.cell_pos.empty()) l.cell_pos[static_cast<size_t>(cell)] = pos;
 }
 
-void KvCache::read(int32_t layer, int64_t pos_begin, int64_t pos_end, float* k, float* v) const {
-  const Layer& l = layers_.at(static_cast<size_t>(storage_layer(layer)));
-  const int64_t n = l.spec.row_size;
+void KvCache::check_held(int32_t layer, const Layer& l, int64_t pos_begin, int64_t pos_end) const {
   for (int64_t pos = pos_begin; pos < pos_end; ++pos) {
     if (pos < 0 || pos >= n_ctx_ ||
         (!l.cell_pos.empty() && l.cell_pos[static_cast<size_t>(pos % l.cells)] != pos)) {
       fail("KV cache: layer {} no longer holds position {}", layer, pos);
     }
   }
+}
+
+KvCache::View KvCache::view(int32_t layer, int64_t pos_begin, int64_t pos_end) const {
+  const Layer& l = layers_.at(static_cast<size_t>(storage_layer(layer)));
+  check_held(layer, l, pos_begin, pos_end);
+  cpu::KvFormat format = cpu::KvFormat::F16;
+  switch (type_) {
+    case KvType::F16:
+      break;
+    case KvType::F32:
+      format = cpu::KvFormat::F32;
+      break;
+    case KvType::Q8_0:
+      format = cpu::KvFormat::Q8_0;
+      break;
+    case KvType::Q4_0:
+      format = cpu::KvFormat::Q4_0;
+      break;
+  }
+  View view;
+  for (auto [rows, data] : {std::pair{&view.k, l.k.data()}, std::pair{&view.v, l.v.data()}}) {
+    rows->format = format;
+    rows->row_bytes = l.row_bytes;
+    if (pos_end <= pos_begin) continue;
+    // positions run through consecutive cells up to the end of a ring, then from cell 0
+    const int64_t cell = pos_begin % l.cells;
+    rows->rows[0] = data + static_cast<size_t>(cell) * l.row_bytes;
+    rows->rows[1] = data;
+    if (cell + (pos_end - pos_begin) > l.cells) rows->split = l.cells - cell;
+  }
+  return view;
+}
+
+void KvCache::read(int32_t layer, int64_t pos_begin, int64_t pos_end, float* k, float* v) const {
+  const Layer& l = layers_.at(static_cast<size_t>(storage_layer(layer)));
+  const int64_t n = l.spec.row_size;
+  check_held(layer, l, pos_begin, pos_end);
   // Consecutive positions sit in consecutive cells up to the end of a ring: at most two runs,
   // each converted by one call (a row at a time cost a call per position and layer, ~10 % of a
   // small model's decode step at a few hundred positions). The conversion is exact either way.

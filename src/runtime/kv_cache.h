@@ -6,8 +6,8 @@
 //                  holds the window of the oldest query of a micro-batch of up to max_batch tokens
 //                  plus the micro-batch itself, so memory does not grow with the context
 //   shared layer   allocates nothing and reads the cache of its source layer
-// Rows are n_head_kv * head_dim values stored as F16 (default), F32 or Q8_0 and handed out as
-// f32. K and V are stored separately.
+// Rows are n_head_kv * head_dim values stored as F16 (default), F32, Q8_0 or Q4_0 (the ggml
+// blocks of 32 values: 34 and 18 bytes) and handed out as f32. K and V are stored separately.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -15,11 +15,15 @@
 #include <string_view>
 #include <vector>
 
+#include "backend/cpu/ops.h"
+
 namespace boltrt {
 
-enum class KvType { F16, F32, Q8_0 };
+enum class KvType { F16, F32, Q8_0, Q4_0 };
 const char* kv_type_name(KvType t);
-std::optional<KvType> kv_type_from_name(std::string_view name);  // "f16", "f32", "q8_0"
+std::optional<KvType> kv_type_from_name(std::string_view name);  // "f16", "f32", "q8_0", "q4_0"
+// "f16, f32, q8_0, q4_0": the accepted names, for error messages and help texts
+const char* kv_type_names();
 
 struct KvLayerSpec {
   int64_t row_size = 0;  // n_head_kv * head_dim (0 for shared layers)
@@ -47,6 +51,13 @@ class KvCache {
   // Reads positions [pos_begin, pos_end) of a layer (or its source) as f32 rows into k and v
   // ([pos_end - pos_begin][row_size]). Throws if any of them is no longer held.
   void read(int32_t layer, int64_t pos_begin, int64_t pos_end, float* k, float* v) const;
+  // The same positions in place, in the cache's format, for cpu::AttentionAccumulator::add: row
+  // j at position pos_begin + j (a window layer's ring may wrap once). Valid until the next
+  // write. Throws as read() does.
+  struct View {
+    cpu::KvRows k, v;
+  };
+  View view(int32_t layer, int64_t pos_begin, int64_t pos_end) const;
 
   // Positions [0, n) hold valid data. Session bookkeeping: call after each forward.
   int64_t n_past() const { return n_past_; }
@@ -73,6 +84,7 @@ class KvCache {
   void store_row(const float* src, uint8_t* dst, int64_t n) const;
   // n floats (a whole number of rows) from the cell bytes at src
   void load_row(const uint8_t* src, float* dst, int64_t n) const;
+  void check_held(int32_t layer, const Layer& l, int64_t pos_begin, int64_t pos_end) const;
 
   std::vector<Layer> layers_;
   int64_t n_ctx_;

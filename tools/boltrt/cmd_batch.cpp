@@ -126,7 +126,7 @@ void setup(CLI::App& sub) {
   sub.add_option("-t,--threads", args->threads, "CPU threads (default: physical cores)");
   sub.add_option("-c,--ctx-size", args->context, "context per sequence")
       ->check(CLI::PositiveNumber);
-  sub.add_option("--kv-type", args->kv_type, "KV cache type: f16, f32 or q8_0");
+  sub.add_option("--kv-type", args->kv_type, "KV cache type: f16, f32, q8_0 or q4_0");
   add_device_option(sub, &args->device);
   sub.add_option("-n,--max-tokens", o.max_tokens, "default max_tokens (-1: until the end)");
   sub.add_option("--temp", o.sampling.temperature, "default temperature (0: greedy)");

@@ -1,7 +1,10 @@
-// boltrt bench -m FILE [-p 512] [-n 128] [-t N] [-r 5] [-o md|json] [--kv-type f16]
+// boltrt bench -m FILE [-p 512] [-n 128] [-t N] [-d 0] [-r 5] [-o md|json] [--kv-type f16]
 // Prompt processing (ppN: N random tokens in micro-batches) and generation (tgN: N single-token
-// decodes from an empty cache) throughput, measured and printed the way llama-bench does:
-// one warm-up run, then -r repetitions on a fresh cache, "avg ± stddev" tokens/s.
+// decodes) throughput, measured and printed the way llama-bench does: one warm-up run, then -r
+// repetitions, "avg ± stddev" tokens/s. With a depth -d D the cache first holds a D-token random
+// prompt (untimed, computed once per thread count and depth; each repetition rolls back to it)
+// and the row is named "pp512 @ d4096". -p, -n, -t and -d take comma lists; every combination
+// is a row, in llama-bench's order (threads, then depth, then the pp rows, then the tg rows).
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -24,9 +27,10 @@ namespace {
 
 struct BenchArgs {
   std::string model;
-  int n_prompt = 512;
-  int n_gen = 128;
-  int threads = 0;
+  std::string n_prompt = "512";  // comma lists, parsed by int_list
+  std::string n_gen = "128";
+  std::string threads = "0";  // 0: default_threads()
+  std::string depth = "0";
   int reps = 5;
   int batch = 512;
   std::string output = "md";
@@ -37,7 +41,7 @@ struct BenchArgs {
 
 struct Result {
   std::string test;
-  int n_prompt = 0, n_gen = 0;
+  int threads = 0, depth = 0, n_prompt = 0, n_gen = 0;
   std::vector<double> seconds;
   std::vector<double> rates() const {
     std::vector<double> r;
@@ -108,51 +112,118 @@ std::string model_description(const gguf::File& file, const Gemma4Config& c) {
   return fmt::format("gemma4 {} {}", size, type);
 }
 
+// "512,1024" -> {512, 1024}; each value an integer >= min (one error line otherwise).
+std::vector<int> int_list(const std::string& option, const std::string& text, int min) {
+  std::vector<int> values;
+  size_t at = 0;
+  while (true) {
+    const size_t comma = text.find(',', at);
+    const std::string item = text.substr(at, comma == std::string::npos ? comma : comma - at);
+    size_t used = 0;
+    long value = -1;
+    try {
+      value = std::stol(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (item.empty() || used != item.size() || value < min || value > (1 << 30)) {
+      fail("bench: {} '{}' is not a comma list of integers >= {}", option, text, min);
+    }
+    values.push_back(static_cast<int>(value));
+    if (comma == std::string::npos) return values;
+    at = comma + 1;
+  }
+}
+
+// The rows of a run: for every thread count and depth, a ppN row per prompt size and a tgN row
+// per generation length (sizes 0 skipped), as llama-bench orders its instances.
+std::vector<Result> plan_rows(const std::vector<int>& threads, const std::vector<int>& depths,
+                              const std::vector<int>& prompts, const std::vector<int>& gens) {
+  std::vector<Result> rows;
+  for (int t : threads) {
+    for (int d : depths) {
+      const std::string at = d > 0 ? " @ d" + std::to_string(d) : "";
+      for (int p : prompts) {
+        if (p > 0) rows.push_back({"pp" + std::to_string(p) + at, t, d, p, 0, {}});
+      }
+      for (int n : gens) {
+        if (n > 0) rows.push_back({"tg" + std::to_string(n) + at, t, d, 0, n, {}});
+      }
+    }
+  }
+  return rows;
+}
+
 void run(const BenchArgs& args) {
   const auto kv_type = kv_type_from_name(args.kv_type);
-  if (!kv_type) fail("--kv-type: '{}' is not one of f16, f32, q8_0", args.kv_type);
-  if (args.n_prompt < 0 || args.n_gen < 0 || args.reps < 1 || args.batch < 1) {
-    fail("bench: -p, -n must be >= 0, -r and -b >= 1");
-  }
+  if (!kv_type) fail("--kv-type: '{}' is not one of {}", args.kv_type, kv_type_names());
+  const std::vector<int> prompts = int_list("-p", args.n_prompt, 0);
+  const std::vector<int> gens = int_list("-n", args.n_gen, 0);
+  std::vector<int> thread_counts = int_list("-t", args.threads, 0);
+  const std::vector<int> depths = int_list("-d", args.depth, 0);
+  if (args.reps < 1 || args.batch < 1) fail("bench: -r and -b must be >= 1");
   const bool json = args.json || args.output == "json";
   if (!json && args.output != "md") fail("-o: '{}' is not md or json", args.output);
-  const int threads = args.threads > 0 ? args.threads : default_threads();
+  for (int& t : thread_counts) t = t > 0 ? t : default_threads();
   auto model = Gemma4Model::load(args.model);
   const Gemma4Config& c = model->config();
   const bool on_cuda = resolve_device(args.device, *model) == ComputeDevice::kCuda;
   std::shared_ptr<const CudaGemma4> cuda = on_cuda ? load_cuda_gemma4(*model) : nullptr;
   if (cuda) fmt::print(stderr, "boltrt: {}\n", cuda->describe());
-  ThreadPool pool(threads);
   std::mt19937 rng(1234);
   std::uniform_int_distribution<int32_t> token(0, static_cast<int32_t>(c.n_vocab - 1));
+  auto random_tokens = [&](int n) {
+    std::vector<int32_t> tokens(static_cast<size_t>(n));
+    for (int32_t& t : tokens) t = token(rng);
+    return tokens;
+  };
 
-  std::vector<Result> results;
-  if (args.n_prompt > 0)
-    results.push_back({"pp" + std::to_string(args.n_prompt), args.n_prompt, 0, {}});
-  if (args.n_gen > 0) results.push_back({"tg" + std::to_string(args.n_gen), 0, args.n_gen, {}});
+  std::vector<Result> results = plan_rows(thread_counts, depths, prompts, gens);
+  int most_prompt = 1, most_gen = 0;
+  for (int p : prompts) most_prompt = std::max(most_prompt, p);
+  for (int n : gens) most_gen = std::max(most_gen, n);
+  // One session per (threads, depth): its depth prompt is computed once and every row of the
+  // pair starts from it (rolled back to it; recomputed when a ring cannot roll back that far).
+  std::unique_ptr<ThreadPool> pool;
+  std::unique_ptr<LanguageModel> sequence;
+  int session_threads = -1, session_depth = -1;
+  std::vector<int32_t> depth_prompt;
   for (Result& r : results) {
-    SessionOptions options;
-    options.n_ctx = std::max(1, r.n_prompt + r.n_gen);
-    options.n_batch = args.batch;
-    options.kv_type = *kv_type;
-    std::unique_ptr<LanguageModel> sequence =
-        cuda ? cuda->new_session(options) : std::make_unique<Gemma4Session>(*model, options, &pool);
+    if (r.threads != session_threads || r.depth != session_depth) {
+      sequence.reset();
+      if (r.threads != session_threads) pool = std::make_unique<ThreadPool>(r.threads);
+      SessionOptions options;
+      options.n_ctx = r.depth + most_prompt + most_gen;
+      options.n_batch = args.batch;
+      options.kv_type = *kv_type;
+      sequence = cuda ? cuda->new_session(options)
+                      : std::make_unique<Gemma4Session>(*model, options, pool.get());
+      session_threads = r.threads;
+      session_depth = r.depth;
+      depth_prompt = random_tokens(r.depth);
+      if (!depth_prompt.empty()) sequence->decode(depth_prompt);
+    }
     LanguageModel& session = *sequence;
-    auto once = [&](bool warmup) {
-      session.reset();
-      if (r.n_prompt > 0) {
-        std::vector<int32_t> prompt(static_cast<size_t>(r.n_prompt));
-        for (int32_t& t : prompt) t = token(rng);
-        session.decode(prompt);
+    auto to_depth = [&] {
+      try {
+        session.rollback(r.depth);
+      } catch (const Error&) {  // a sliding-window ring no longer holds the depth's window
+        session.reset();
+        if (!depth_prompt.empty()) session.decode(depth_prompt);
       }
+    };
+    auto once = [&](bool warmup) {
+      if (r.n_prompt > 0) session.decode(random_tokens(r.n_prompt));
       const int n_gen = warmup ? std::min(r.n_gen, 1) : r.n_gen;
       for (int i = 0; i < n_gen; ++i) {
         const int32_t t = token(rng);
         session.decode(std::span<const int32_t>(&t, 1));
       }
     };
+    to_depth();
     once(true);
     for (int rep = 0; rep < args.reps; ++rep) {
+      to_depth();
       const auto t0 = std::chrono::steady_clock::now();
       once(false);
       r.seconds.push_back(
@@ -178,11 +249,12 @@ void run(const BenchArgs& args) {
                      {"model_n_params", params},
                      {"backend", cuda ? "CUDA" : "CPU"},
                      {"n_batch", args.batch},
-                     {"n_threads", threads},
+                     {"n_threads", r.threads},
                      {"type_k", args.kv_type},
                      {"type_v", args.kv_type},
                      {"n_prompt", r.n_prompt},
                      {"n_gen", r.n_gen},
+                     {"n_depth", r.depth},
                      {"avg_ns", mean(ns)},
                      {"stddev_ns", stddev(ns)},
                      {"avg_ts", mean(rates)},
@@ -202,7 +274,7 @@ void run(const BenchArgs& args) {
   for (const Result& r : results) {
     const auto rates = r.rates();
     std::printf("| %s | %s | %s | %s | %d | %s | %.2f ± %.2f |\n", desc.c_str(), size.c_str(),
-                n_params.c_str(), cuda ? "CUDA" : "CPU", threads, r.test.c_str(), mean(rates),
+                n_params.c_str(), cuda ? "CUDA" : "CPU", r.threads, r.test.c_str(), mean(rates),
                 stddev(rates));
   }
 }
@@ -210,9 +282,14 @@ void run(const BenchArgs& args) {
 void setup(CLI::App& sub) {
   auto args = std::make_shared<BenchArgs>();
   sub.add_option("-m,--model", args->model, "GGUF model file")->required();
-  sub.add_option("-p,--n-prompt", args->n_prompt, "prompt tokens (0: skip)")->capture_default_str();
-  sub.add_option("-n,--n-gen", args->n_gen, "generated tokens (0: skip)")->capture_default_str();
-  sub.add_option("-t,--threads", args->threads, "threads (default: physical cores)");
+  sub.add_option("-p,--n-prompt", args->n_prompt, "prompt tokens, a comma list (0: skip)")
+      ->capture_default_str();
+  sub.add_option("-n,--n-gen", args->n_gen, "generated tokens, a comma list (0: skip)")
+      ->capture_default_str();
+  sub.add_option("-t,--threads", args->threads, "threads, a comma list (default: physical cores)");
+  sub.add_option("-d,--n-depth", args->depth,
+                 "tokens already in the KV cache before each test, a comma list")
+      ->capture_default_str();
   sub.add_option("-r,--repetitions", args->reps, "repetitions")
       ->capture_default_str()
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
@@ -221,7 +298,7 @@ void setup(CLI::App& sub) {
   sub.add_flag("--json", args->json, "same as -o json");
   add_device_option(sub, &args->device);
   sub.add_option("--kv-type,--cache-type-k,--cache-type-v", args->kv_type,
-                 "KV cache type: f16, f32, q8_0 (K and V share one type)")
+                 "KV cache type: f16, f32, q8_0, q4_0 (K and V share one type)")
       ->capture_default_str()
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   sub.callback([args] { run(*args); });

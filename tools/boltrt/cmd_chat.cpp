@@ -1,7 +1,7 @@
 // boltrt chat — an interactive conversation with a model.
 //
 //   boltrt chat -m FILE [--system TEXT] [--think on|off] [reasoning flags] [-n N] [sampling
-//               flags] [--stop S]... [-t N] [-c CTX] [--kv-type f16|f32|q8_0]
+//               flags] [--stop S]... [-t N] [-c CTX] [--kv-type f16|f32|q8_0|q4_0]
 //               [--draft FILE [--draft-max N] [--draft-min N]]
 //
 // On a terminal input is read with libedit (line editing, history); from a pipe every line is

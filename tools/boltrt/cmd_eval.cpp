@@ -312,7 +312,7 @@ void setup(CLI::App& sub) {
   sub.add_option("-c,--ctx-size", args->context, "context per sequence")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  sub.add_option("--kv-type", args->kv_type, "KV cache type: f16, f32 or q8_0");
+  sub.add_option("--kv-type", args->kv_type, "KV cache type: f16, f32, q8_0 or q4_0");
   add_device_option(sub, &args->device);
   sub.add_option("-n,--max-tokens", o.max_tokens, "default max_tokens of a task")
       ->capture_default_str();

@@ -3,7 +3,7 @@
 //   boltrt generate -m FILE -p TEXT [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P]
 //                   [--repeat-penalty R] [--seed S] [--chat] [--system TEXT] [--think on|off]
 //                   [--stop S]... [--json] [--ignore-eos] [--truncate] [-t N] [-c CTX]
-//                   [--kv-type f16|f32|q8_0] [--grammar G | --grammar-file F | -j SCHEMA |
+//                   [--kv-type f16|f32|q8_0|q4_0] [--grammar G | --grammar-file F | -j SCHEMA |
 //                   --json-schema-file F]
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-// boltrt logits -m FILE --ids 2,17,99 [-t N] [--kv-type f32|f16|q8_0] [-b N] [--device D]
+// boltrt logits -m FILE --ids 2,17,99 [-t N] [--kv-type f32|f16|q8_0|q4_0] [-b N] [--device D]
 // Prints one line per position, "pos argmax v0 v1 ... v(n_vocab-1)" with %.6g values: the
 // layout of shared/tools/llama-ref/llama_logits, so the two outputs can be diffed directly.
 // The KV cache defaults to F32 here, as llama_logits' does (F16 on a CUDA device, which keeps
@@ -85,9 +85,10 @@ void setup(CLI::App& sub) {
   sub.add_option("-m,--model", args->model, "GGUF model file")->required();
   sub.add_option("-p,--ids,--tokens", args->ids, "comma-separated token ids")->required();
   sub.add_option("-t,--threads", args->threads, "threads")->capture_default_str();
-  sub.add_option("--kv-type,--cache-type-k,--cache-type-v", args->kv_type,
-                 "KV cache type: f32 (default here; f16 with --device cuda), f16, q8_0 (K and V "
-                 "share one type)")
+  sub.add_option(
+         "--kv-type,--cache-type-k,--cache-type-v", args->kv_type,
+         "KV cache type: f32 (default here; f16 with --device cuda), f16, q8_0, q4_0 (K and V "
+         "share one type)")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   sub.add_option("-b,--batch", args->batch, "prompt micro-batch size")->capture_default_str();
   add_device_option(sub, &args->device);

@@ -41,7 +41,7 @@ std::string read_text(const std::string& path) {
 
 void run(const PerplexityArgs& args) {
   const auto kv_type = kv_type_from_name(args.kv_type);
-  if (!kv_type) fail("--kv-type: '{}' is not one of f16, f32, q8_0", args.kv_type);
+  if (!kv_type) fail("--kv-type: '{}' is not one of {}", args.kv_type, kv_type_names());
   if (args.n_ctx < 4) fail("-c: context {} is too small (need at least 4)", args.n_ctx);
   if (args.n_batch < 1) fail("-b: batch size {} must be positive", args.n_batch);
   // llama-perplexity requires the batch to be below the context or a whole number of windows.
@@ -100,7 +100,7 @@ void setup(CLI::App& sub) {
       ->capture_default_str();
   sub.add_option("-t,--threads", args->threads, "threads (default: physical cores)");
   sub.add_option("--kv-type,--cache-type-k,--cache-type-v", args->kv_type,
-                 "KV cache type: f16 (default), f32, q8_0 (K and V share one type)")
+                 "KV cache type: f16 (default), f32, q8_0, q4_0 (K and V share one type)")
       ->capture_default_str()
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   sub.add_option("--chunks", args->n_chunks, "windows to score (-1: all)")->capture_default_str();

@@ -175,7 +175,7 @@ void setup(CLI::App& sub) {
   sub.add_option("--alias", args->alias, "model id in /v1/models (default: the file name)");
   sub.add_option("-t,--threads", args->threads, "CPU threads (default: physical cores)");
   sub.add_option("-c,--ctx-size", args->context, "context per slot")->check(CLI::PositiveNumber);
-  sub.add_option("--kv-type", args->kv_type, "KV cache type: f16, f32 or q8_0");
+  sub.add_option("--kv-type", args->kv_type, "KV cache type: f16, f32, q8_0 or q4_0");
   add_device_option(sub, &args->device);
   sub.add_option("-n,--max-tokens", args->max_tokens,
                  "default max_tokens (-1: until the end or the context)");

@@ -6,6 +6,12 @@
 // The arithmetic of each (query, key) dot product and of each output element is fixed per SIMD
 // level (scalar; AVX2; AVX-512 = AVX2 bit for bit, attention_avx512.cpp), so a query row gets
 // the same bits alone as in any batch: decode, speculative verify and prefill agree.
+//
+// Keys and values come in place from the KV cache, in its format (KvRows: f32, f16, q8_0,
+// q4_0). The AVX-512 kernels turn them into f32 in registers as they load them; the other
+// levels convert the L1-sized block of rows they are about to use. Both conversions are exact
+// (f16) or the product dequantize_block() computes (q8_0, q4_0), so the bits equal those of the
+// same attention over rows converted to f32 beforehand.
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -18,7 +24,9 @@
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/ops.h"
 #include "backend/cpu/ops_x86.h"
+#include "quant/dequantize.h"
 #include "runtime/thread_pool.h"
+#include "util/error.h"
 
 #if defined(__x86_64__)
 #define BOLTRT_OPS_X86 1
@@ -147,6 +155,21 @@ __attribute__((target("avx2,fma"))) double softmax_weights_avx2(float* s, int64_
 
 namespace {
 
+// n values of a KV row in `format` as f32 (the exact conversion of KvCache::read)
+void kv_to_f32(KvFormat format, const uint8_t* src, float* dst, int64_t n) {
+  switch (format) {
+    case KvFormat::F32:
+      std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+      return;
+    case KvFormat::F16:
+      return fp16_to_fp32_row(reinterpret_cast<const uint16_t*>(src), dst, n);
+    case KvFormat::Q8_0:
+      return dequantize_row(GgmlType::Q8_0, src, dst, n);
+    case KvFormat::Q4_0:
+      return dequantize_row(GgmlType::Q4_0, src, dst, n);
+  }
+}
+
 float dot(const float* a, const float* b, int64_t n) {
 #if BOLTRT_OPS_X86
   if (have_avx2_fma()) return dot_avx2(a, b, n);
@@ -157,6 +180,21 @@ float dot(const float* a, const float* b, int64_t n) {
 }
 
 }  // namespace
+
+size_t kv_format_bytes(KvFormat format, int64_t n) {
+  const size_t values = static_cast<size_t>(n);
+  switch (format) {
+    case KvFormat::F32:
+      return values * 4;
+    case KvFormat::F16:
+      return values * 2;
+    case KvFormat::Q8_0:
+      return values / 32 * 34;
+    case KvFormat::Q4_0:
+      return values / 32 * 18;
+  }
+  return 0;
+}
 
 void AttentionAccumulator::begin(int64_t n_tokens, int64_t n_head, int64_t head_dim) {
   n_tokens_ = n_tokens;
@@ -243,7 +281,62 @@ struct AttentionKernels {
       }
     }
   }
+
+  // The same two over `count` rows `stride` bytes apart in a cache format, each starting with
+  // the head's head_dim values.
+  void dots(const float* q, KvFormat format, const uint8_t* k, size_t stride, int64_t count,
+            int64_t head_dim, float* out) const {
+    if (format == KvFormat::F32) {
+      return dots(q, reinterpret_cast<const float*>(k), static_cast<int64_t>(stride / 4), count,
+                  head_dim, out);
+    }
+#if BOLTRT_OPS_X86
+    if (avx512) return detail::attention_dots_kv_avx512(format, q, k, stride, count, head_dim, out);
+#endif
+    const float* rows = converted(format, k, stride, count, head_dim);
+    dots(q, rows, head_dim, count, head_dim, out);
+  }
+  void weighted_sum(const float* e, const float* e1, KvFormat format, const uint8_t* v,
+                    size_t stride, int64_t count, float* acc, float* acc1, int64_t head_dim) const {
+    if (format == KvFormat::F32) {
+      return weighted_sum(e, e1, reinterpret_cast<const float*>(v),
+                          static_cast<int64_t>(stride / 4), count, acc, acc1, head_dim);
+    }
+#if BOLTRT_OPS_X86
+    if (avx512) {
+      return detail::attention_weighted_sum_kv_avx512(format, e, e1, v, stride, count, acc, acc1,
+                                                      head_dim);
+    }
+#endif
+    const float* rows = converted(format, v, stride, count, head_dim);
+    weighted_sum(e, e1, rows, head_dim, count, acc, acc1, head_dim);
+  }
+
+  // count rows of head_dim values as f32, [count][head_dim], in a per-thread buffer (an attention
+  // block: a few KB)
+  static const float* converted(KvFormat format, const uint8_t* src, size_t stride, int64_t count,
+                                int64_t head_dim) {
+    thread_local std::vector<float> buffer;
+    buffer.resize(static_cast<size_t>(count * head_dim));
+    for (int64_t j = 0; j < count; ++j) {
+      kv_to_f32(format, src + static_cast<size_t>(j) * stride, buffer.data() + j * head_dim,
+                head_dim);
+    }
+    return buffer.data();
+  }
 };
+
+// fn(r0', r1') for the parts of rows [r0, r1) that lie on one side of rows.split (consecutive
+// in memory)
+template <typename Fn>
+void for_each_run(const KvRows& rows, int64_t r0, int64_t r1, Fn&& fn) {
+  if (r0 < rows.split && rows.split < r1) {
+    fn(r0, rows.split);
+    fn(rows.split, r1);
+  } else {
+    fn(r0, r1);
+  }
+}
 
 }  // namespace
 
@@ -255,10 +348,25 @@ struct AttentionKernels {
 void AttentionAccumulator::add(const float* q, int64_t q_pos0, const float* k, const float* v,
                                int64_t n_kv, int64_t kv_pos0, int64_t n_head_kv, int64_t window,
                                float scale, ThreadPool* pool) {
+  KvRows k_rows, v_rows;
+  k_rows.row_bytes = v_rows.row_bytes = static_cast<size_t>(n_head_kv * head_dim_) * sizeof(float);
+  k_rows.rows[0] = reinterpret_cast<const uint8_t*>(k);
+  v_rows.rows[0] = reinterpret_cast<const uint8_t*>(v);
+  add(q, q_pos0, k_rows, v_rows, n_kv, kv_pos0, n_head_kv, window, scale, pool);
+}
+
+void AttentionAccumulator::add(const float* q, int64_t q_pos0, const KvRows& k, const KvRows& v,
+                               int64_t n_kv, int64_t kv_pos0, int64_t n_head_kv, int64_t window,
+                               float scale, ThreadPool* pool) {
   const int64_t n_head = n_head_, head_dim = head_dim_, n_tokens = n_tokens_;
   const int64_t group = n_head / n_head_kv;
   const int64_t q_stride = n_head * head_dim;
-  const int64_t kv_stride = n_head_kv * head_dim;
+  for (const KvRows* rows : {&k, &v}) {
+    if (rows->format != KvFormat::F32 && rows->format != KvFormat::F16 && head_dim % 32 != 0) {
+      fail("attention: a q8_0 / q4_0 KV cache needs heads of a multiple of 32 values, not {}",
+           head_dim);
+    }
+  }
   const AttentionKernels kern(head_dim);
   // ~16 KB of keys per block, a multiple of 8 keys (the AVX-512 dot kernel's step)
   const int64_t block = std::max<int64_t>(8, (16384 / (head_dim * 4)) / 8 * 8);
@@ -272,7 +380,9 @@ void AttentionAccumulator::add(const float* q, int64_t q_pos0, const float* k, c
   int64_t unit_heads = group;
   auto ceil_div = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
   if (parallel) {
-    const int64_t want = 2 * pool->size();
+    // a one-token step: one unit per KV head when there are enough of them, so each KV head's
+    // rows are read from memory once for all its query heads; batches: two units per thread
+    const int64_t want = (n_tokens == 1 ? 1 : 2) * pool->size();
     while (unit_tokens > 1 && n_head_kv * ceil_div(n_tokens, unit_tokens) < want) {
       unit_tokens = ceil_div(unit_tokens, 2);
     }
@@ -314,8 +424,9 @@ void AttentionAccumulator::add(const float* q, int64_t q_pos0, const float* k, c
     for (size_t i = 0; i < unit_jobs.size(); ++i) {
       unit_jobs[i].s = score_buffer.data() + i * static_cast<size_t>(n_kv);
     }
-    const float* k_head = k + kvh * head_dim;
-    const float* v_head = v + kvh * head_dim;
+    // the KV head's values within a row (a whole number of blocks: head_dim % 32 == 0)
+    const size_t k_head = kv_format_bytes(k.format, kvh * head_dim);
+    const size_t v_head = kv_format_bytes(v.format, kvh * head_dim);
 
     // 1. dot products, a block of keys at a time for every job
     for (int64_t b = lo; b < hi; b += block) {
@@ -323,8 +434,10 @@ void AttentionAccumulator::add(const float* q, int64_t q_pos0, const float* k, c
       for (const Job& job : unit_jobs) {
         const int64_t r0 = std::max(job.j0, b), r1 = std::min(job.j1, e);
         if (r0 >= r1) continue;
-        kern.dots(q + job.id / n_head * q_stride + job.id % n_head * head_dim,
-                  k_head + r0 * kv_stride, kv_stride, r1 - r0, head_dim, job.s + r0);
+        const float* qh = q + job.id / n_head * q_stride + job.id % n_head * head_dim;
+        for_each_run(k, r0, r1, [&](int64_t s0, int64_t s1) {
+          kern.dots(qh, k.format, k.row(s0) + k_head, k.row_bytes, s1 - s0, head_dim, job.s + s0);
+        });
       }
     }
     // 2. per job: scale, maximum, rescale of earlier chunks, softmax weights
@@ -359,9 +472,11 @@ void AttentionAccumulator::add(const float* q, int64_t q_pos0, const float* k, c
                                   unit_jobs[i + 1].j1 == job.j1
                               ? &unit_jobs[i + 1]
                               : nullptr;
-        kern.weighted_sum(job.s + r0, pair ? pair->s + r0 : nullptr, v_head + r0 * kv_stride,
-                          kv_stride, r1 - r0, acc_.data() + job.id * head_dim,
-                          pair ? acc_.data() + pair->id * head_dim : nullptr, head_dim);
+        for_each_run(v, r0, r1, [&](int64_t s0, int64_t s1) {
+          kern.weighted_sum(job.s + s0, pair ? pair->s + s0 : nullptr, v.format, v.row(s0) + v_head,
+                            v.row_bytes, s1 - s0, acc_.data() + job.id * head_dim,
+                            pair ? acc_.data() + pair->id * head_dim : nullptr, head_dim);
+        });
         if (pair) ++i;
       }
     }

@@ -10,6 +10,12 @@
 //   - the weighted sum acc[d] += e_j * v_j[d] is one fma chain per output element, in key order,
 //     whatever the vector width.
 // So a model decodes to the same bits at either SIMD level (tests/test_gemma4_ops.cpp checks).
+//
+// The keys and values are read in their cache format (KvFormat: f32, f16, q8_0, q4_0), each
+// 16 values turned into f32 in registers just before use: f16 -> f32 is exact, and a q8_0 /
+// q4_0 value is float(code) * d with d the block's f16 scale, one rounding, the very product
+// dequantize_block() stores. So every fma sees the same operands as on rows converted to f32
+// first, and the results are those of the f32 kernels bit for bit, without a conversion pass.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -18,11 +24,42 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 #include "backend/cpu/attention_kernels.h"
+#include "quant/fp16.h"
 
 namespace boltrt::cpu::detail {
 namespace {
+
+// Values [16 i, 16 i + 16) of a row stored in format F, as f32.
+template <KvFormat F>
+inline __m512 load16(const uint8_t* row, int64_t i) {
+  if constexpr (F == KvFormat::F32) {
+    return _mm512_loadu_ps(reinterpret_cast<const float*>(row) + 16 * i);
+  } else if constexpr (F == KvFormat::F16) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 32 * i)));
+  } else if constexpr (F == KvFormat::Q8_0) {
+    // block i / 2 (34 bytes: f16 d, 32 int8 codes), its half i % 2
+    const uint8_t* block = row + 34 * (i >> 1);
+    uint16_t d;
+    std::memcpy(&d, block, 2);
+    const __m128i codes =
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 2 + 16 * (i & 1)));
+    return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(codes)),
+                         _mm512_set1_ps(fp16_to_fp32(d)));
+  } else {
+    // Q4_0: block i / 2 (18 bytes: f16 d, 16 bytes of nibbles); values 0..15 are the low
+    // nibbles, 16..31 the high ones; value = (nibble - 8) * d
+    const uint8_t* block = row + 18 * (i >> 1);
+    uint16_t d;
+    std::memcpy(&d, block, 2);
+    __m512i n = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 2)));
+    if (i & 1) n = _mm512_srli_epi32(n, 4);
+    n = _mm512_sub_epi32(_mm512_and_si512(n, _mm512_set1_epi32(15)), _mm512_set1_epi32(8));
+    return _mm512_mul_ps(_mm512_cvtepi32_ps(n), _mm512_set1_ps(fp16_to_fp32(d)));
+  }
+}
 
 // a0 + a1 of the AVX2 kernels: the lower and upper halves of one zmm accumulator.
 inline __m256 halves(__m512 a) {
@@ -48,43 +85,43 @@ inline __m256 reduce8(const __m256* s) {
                        _mm256_shuffle_ps(w01, w23, _MM_SHUFFLE(3, 1, 3, 1)));
 }
 
-// Dot products of 8 keys (k_r = k + r * stride) with q, head_dim = 16 * chunks.
-inline __m256 dots8(const float* q, const float* k, int64_t stride, int64_t chunks) {
+// Dot products of 8 keys (k_r = k + r * stride bytes) with q, head_dim = 16 * chunks.
+template <KvFormat F>
+inline __m256 dots8(const float* q, const uint8_t* k, size_t stride, int64_t chunks) {
   __m512 a[8];
   for (int r = 0; r < 8; ++r) a[r] = _mm512_setzero_ps();
   for (int64_t i = 0; i < chunks; ++i) {
     const __m512 qi = _mm512_loadu_ps(q + 16 * i);
-    for (int r = 0; r < 8; ++r) {
-      a[r] = _mm512_fmadd_ps(qi, _mm512_loadu_ps(k + r * stride + 16 * i), a[r]);
-    }
+    for (int r = 0; r < 8; ++r) a[r] = _mm512_fmadd_ps(qi, load16<F>(k + r * stride, i), a[r]);
   }
   __m256 s[8];
   for (int r = 0; r < 8; ++r) s[r] = halves(a[r]);
   return reduce8(s);
 }
 
-// acc[0 .. 16 kZ) += sum_j e[j] * v_j[0 .. 16 kZ): kZ chains per job, two jobs (e0/acc0 and
-// e1/acc1, the same keys) at once when kPair, so short heads still keep 8+ fmas in flight.
-template <int kZ, bool kPair>
-inline void weighted_sum_chunk(const float* e0, const float* e1, const float* v, int64_t stride,
-                               int64_t count, float* acc0, float* acc1) {
+// acc[0 .. 16 kZ) += sum_j e[j] * v_j[16 c0 .. 16 (c0 + kZ)) (v_j = v + j * stride bytes): kZ
+// chains per job, two jobs (e0/acc0 and e1/acc1, the same keys) at once when kPair, so short
+// heads still keep 8+ fmas in flight.
+template <KvFormat F, int kZ, bool kPair>
+inline void weighted_sum_chunk(const float* e0, const float* e1, const uint8_t* v, size_t stride,
+                               int64_t c0, int64_t count, float* acc0, float* acc1) {
   __m512 a[kZ], b[kPair ? kZ : 1];
   for (int z = 0; z < kZ; ++z) a[z] = _mm512_loadu_ps(acc0 + 16 * z);
   if constexpr (kPair) {
     for (int z = 0; z < kZ; ++z) b[z] = _mm512_loadu_ps(acc1 + 16 * z);
   }
   for (int64_t j = 0; j < count; ++j) {
-    const float* vj = v + j * stride;
+    const uint8_t* vj = v + static_cast<size_t>(j) * stride;
     const __m512 w0 = _mm512_set1_ps(e0[j]);
     if constexpr (kPair) {
       const __m512 w1 = _mm512_set1_ps(e1[j]);
       for (int z = 0; z < kZ; ++z) {
-        const __m512 vz = _mm512_loadu_ps(vj + 16 * z);
+        const __m512 vz = load16<F>(vj, c0 + z);
         a[z] = _mm512_fmadd_ps(w0, vz, a[z]);
         b[z] = _mm512_fmadd_ps(w1, vz, b[z]);
       }
     } else {
-      for (int z = 0; z < kZ; ++z) a[z] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(vj + 16 * z), a[z]);
+      for (int z = 0; z < kZ; ++z) a[z] = _mm512_fmadd_ps(w0, load16<F>(vj, c0 + z), a[z]);
     }
   }
   for (int z = 0; z < kZ; ++z) _mm512_storeu_ps(acc0 + 16 * z, a[z]);
@@ -93,31 +130,30 @@ inline void weighted_sum_chunk(const float* e0, const float* e1, const float* v,
   }
 }
 
-template <bool kPair>
-void weighted_sum(const float* e0, const float* e1, const float* v, int64_t stride, int64_t count,
+template <KvFormat F, bool kPair>
+void weighted_sum(const float* e0, const float* e1, const uint8_t* v, size_t stride, int64_t count,
                   float* acc0, float* acc1, int64_t head_dim) {
   // chunks of 128 dims (64 for pairs), then the rest (a multiple of 16)
   constexpr int64_t kStep = kPair ? 64 : 128;
   int64_t d = 0;
   for (; d + kStep <= head_dim; d += kStep) {
     // acc1 is null without a pair: no offset may be applied to it (UBSan: pointer overflow)
-    weighted_sum_chunk<kStep / 16, kPair>(e0, e1, v + d, stride, count, acc0 + d,
-                                          kPair ? acc1 + d : nullptr);
+    weighted_sum_chunk<F, kStep / 16, kPair>(e0, e1, v, stride, d / 16, count, acc0 + d,
+                                             kPair ? acc1 + d : nullptr);
   }
   for (; d < head_dim; d += 16) {
-    weighted_sum_chunk<1, kPair>(e0, e1, v + d, stride, count, acc0 + d,
-                                 kPair ? acc1 + d : nullptr);
+    weighted_sum_chunk<F, 1, kPair>(e0, e1, v, stride, d / 16, count, acc0 + d,
+                                    kPair ? acc1 + d : nullptr);
   }
 }
 
-}  // namespace
-
-void attention_dots_avx512(const float* q, const float* k, int64_t stride, int64_t count,
-                           int64_t head_dim, float* out) {
+template <KvFormat F>
+void dots(const float* q, const uint8_t* k, size_t stride, int64_t count, int64_t head_dim,
+          float* out) {
   const int64_t chunks = head_dim / 16;
   int64_t j = 0;
   for (; j + 8 <= count; j += 8) {
-    _mm256_storeu_ps(out + j, dots8(q, k + j * stride, stride, chunks));
+    _mm256_storeu_ps(out + j, dots8<F>(q, k + static_cast<size_t>(j) * stride, stride, chunks));
   }
   if (j < count) {  // the last keys again in the lanes past the end: the same arithmetic
     const int64_t left = count - j;
@@ -127,8 +163,8 @@ void attention_dots_avx512(const float* q, const float* k, int64_t stride, int64
     for (int64_t i = 0; i < chunks; ++i) {
       const __m512 qi = _mm512_loadu_ps(q + 16 * i);
       for (int r = 0; r < 8; ++r) {
-        const float* kr = k + (j + std::min<int64_t>(r, left - 1)) * stride;
-        a[r] = _mm512_fmadd_ps(qi, _mm512_loadu_ps(kr + 16 * i), a[r]);
+        const uint8_t* kr = k + static_cast<size_t>(j + std::min<int64_t>(r, left - 1)) * stride;
+        a[r] = _mm512_fmadd_ps(qi, load16<F>(kr, i), a[r]);
       }
     }
     __m256 s[8];
@@ -138,15 +174,64 @@ void attention_dots_avx512(const float* q, const float* k, int64_t stride, int64
   }
 }
 
+template <KvFormat F>
+void weighted_sum_any(const float* e0, const float* e1, const uint8_t* v, size_t stride,
+                      int64_t count, float* acc0, float* acc1, int64_t head_dim) {
+  if (e1) return weighted_sum<F, true>(e0, e1, v, stride, count, acc0, acc1, head_dim);
+  weighted_sum<F, false>(e0, nullptr, v, stride, count, acc0, nullptr, head_dim);
+}
+
+const uint8_t* bytes(const float* p) {
+  return reinterpret_cast<const uint8_t*>(p);
+}
+
+}  // namespace
+
+void attention_dots_avx512(const float* q, const float* k, int64_t stride, int64_t count,
+                           int64_t head_dim, float* out) {
+  dots<KvFormat::F32>(q, bytes(k), static_cast<size_t>(stride) * 4, count, head_dim, out);
+}
+
 void attention_weighted_sum_avx512(const float* e, const float* v, int64_t stride, int64_t count,
                                    float* acc, int64_t head_dim) {
-  weighted_sum<false>(e, nullptr, v, stride, count, acc, nullptr, head_dim);
+  weighted_sum<KvFormat::F32, false>(e, nullptr, bytes(v), static_cast<size_t>(stride) * 4, count,
+                                     acc, nullptr, head_dim);
 }
 
 void attention_weighted_sum_pair_avx512(const float* e0, const float* e1, const float* v,
                                         int64_t stride, int64_t count, float* acc0, float* acc1,
                                         int64_t head_dim) {
-  weighted_sum<true>(e0, e1, v, stride, count, acc0, acc1, head_dim);
+  weighted_sum<KvFormat::F32, true>(e0, e1, bytes(v), static_cast<size_t>(stride) * 4, count, acc0,
+                                    acc1, head_dim);
+}
+
+void attention_dots_kv_avx512(KvFormat format, const float* q, const uint8_t* k, size_t stride,
+                              int64_t count, int64_t head_dim, float* out) {
+  switch (format) {
+    case KvFormat::F32:
+      return dots<KvFormat::F32>(q, k, stride, count, head_dim, out);
+    case KvFormat::F16:
+      return dots<KvFormat::F16>(q, k, stride, count, head_dim, out);
+    case KvFormat::Q8_0:
+      return dots<KvFormat::Q8_0>(q, k, stride, count, head_dim, out);
+    case KvFormat::Q4_0:
+      return dots<KvFormat::Q4_0>(q, k, stride, count, head_dim, out);
+  }
+}
+
+void attention_weighted_sum_kv_avx512(KvFormat format, const float* e0, const float* e1,
+                                      const uint8_t* v, size_t stride, int64_t count, float* acc0,
+                                      float* acc1, int64_t head_dim) {
+  switch (format) {
+    case KvFormat::F32:
+      return weighted_sum_any<KvFormat::F32>(e0, e1, v, stride, count, acc0, acc1, head_dim);
+    case KvFormat::F16:
+      return weighted_sum_any<KvFormat::F16>(e0, e1, v, stride, count, acc0, acc1, head_dim);
+    case KvFormat::Q8_0:
+      return weighted_sum_any<KvFormat::Q8_0>(e0, e1, v, stride, count, acc0, acc1, head_dim);
+    case KvFormat::Q4_0:
+      return weighted_sum_any<KvFormat::Q4_0>(e0, e1, v, stride, count, acc0, acc1, head_dim);
+  }
 }
 
 }  // namespace boltrt::cpu::detail

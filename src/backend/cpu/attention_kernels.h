@@ -2,7 +2,10 @@
 // simd_level() allow. Each has the arithmetic of the AVX2 kernel it replaces, bit for bit, so
 // results do not depend on which one ran. head_dim must be a multiple of 16.
 #pragma once
+#include <cstddef>
 #include <cstdint>
+
+#include "backend/cpu/ops.h"
 
 namespace boltrt::cpu::detail {
 
@@ -18,5 +21,15 @@ void attention_weighted_sum_avx512(const float* e, const float* v, int64_t strid
 void attention_weighted_sum_pair_avx512(const float* e0, const float* e1, const float* v,
                                         int64_t stride, int64_t count, float* acc0, float* acc1,
                                         int64_t head_dim);
+
+// The same kernels over keys / values in a cache format (rows `stride` bytes apart, each a head
+// of head_dim values; head_dim a multiple of 32 for the block formats), turned into f32 in
+// registers: bit for bit the results of the f32 kernels on the converted rows. e1 / acc1 null:
+// one query.
+void attention_dots_kv_avx512(KvFormat format, const float* q, const uint8_t* k, size_t stride,
+                              int64_t count, int64_t head_dim, float* out);
+void attention_weighted_sum_kv_avx512(KvFormat format, const float* e0, const float* e1,
+                                      const uint8_t* v, size_t stride, int64_t count, float* acc0,
+                                      float* acc1, int64_t head_dim);
 
 }  // namespace boltrt::cpu::detail

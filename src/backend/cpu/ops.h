@@ -3,7 +3,9 @@
 // backend makes (sums of squares and softmax denominators in double), so results agree with
 // llama.cpp to float rounding. Vectors are contiguous f32 unless a stride is given.
 #pragma once
+#include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 namespace boltrt {
@@ -77,10 +79,37 @@ void attention(const float* q, int64_t n_tokens, int64_t q_pos0, const float* k,
 //   acc.begin(n_tokens, n_head, head_dim);
 //   for each chunk: acc.add(q, q_pos0, k_chunk, v_chunk, n_kv_chunk, chunk_pos0, ...);
 //   acc.finish(out);
+//
+// add() also takes the keys and values in place, in their cache format (KvRows: f32, f16 or
+// ggml q8_0 / q4_0 blocks of 32 values), read without a conversion pass and with the same
+// results, bit for bit, as on the rows converted to f32.
+
+// Storage formats of KV rows (runtime::KvType): f32, f16, q8_0 (blocks of 32: f16 scale and 32
+// int8, 34 bytes), q4_0 (f16 scale and 32 4-bit codes, 18 bytes).
+enum class KvFormat { F32, F16, Q8_0, Q4_0 };
+// Bytes of n values (n a multiple of 32 for q8_0 / q4_0).
+size_t kv_format_bytes(KvFormat format, int64_t n);
+
+// KV rows in place: row j of n_kv at rows[0] + j * row_bytes for j < split and at
+// rows[1] + (j - split) * row_bytes after (a ring that wraps around once). A row holds
+// n_head_kv heads of head_dim values.
+struct KvRows {
+  KvFormat format = KvFormat::F32;
+  size_t row_bytes = 0;
+  const uint8_t* rows[2] = {nullptr, nullptr};
+  int64_t split = std::numeric_limits<int64_t>::max();
+  const uint8_t* row(int64_t j) const {
+    return j < split ? rows[0] + static_cast<size_t>(j) * row_bytes
+                     : rows[1] + static_cast<size_t>(j - split) * row_bytes;
+  }
+};
+
 class AttentionAccumulator {
  public:
   void begin(int64_t n_tokens, int64_t n_head, int64_t head_dim);
   void add(const float* q, int64_t q_pos0, const float* k, const float* v, int64_t n_kv,
+           int64_t kv_pos0, int64_t n_head_kv, int64_t window, float scale, ThreadPool* pool);
+  void add(const float* q, int64_t q_pos0, const KvRows& k, const KvRows& v, int64_t n_kv,
            int64_t kv_pos0, int64_t n_head_kv, int64_t window, float scale, ThreadPool* pool);
   void finish(float* out) const;
 
