@@ -378,6 +378,25 @@ TEST(GrammarTools, LazyGrammarChangesNothingUntilTheOpener) {
     ++compared;
   }
   EXPECT_GE(compared, 6);
+  // With the DFlash draft: greedy output equals it without (drafts pass untouched while the
+  // grammar waits), with and without a thought.
+  const std::unique_ptr<BlockDrafter> drafter = tiny().load_drafter(draft_path());
+  for (bool thinking : {false, true}) {
+    const GenRun plain = generate(lazy, 5, 0.0f, thinking, 24, nullptr, 120);
+    const GenRun drafted = generate(lazy, 5, 0.0f, thinking, 24, drafter.get(), 120);
+    EXPECT_EQ(plain.tokens, drafted.tokens) << plain.text << "\n---\n" << drafted.text;
+    EXPECT_GT(drafted.draft.n_drafted, 0);
+  }
+  // A draft is verified up to and including the opener; the grammar checks what follows.
+  auto controller = make_grammar_controller(lazy, tiny().vocab(), tiny().model().n_vocab(),
+                                            tiny().reasoning_markers(), false, nullptr);
+  controller->begin({});
+  std::vector<int32_t> drafted = tiny().tokenize("Let me see.", false);
+  const int64_t before = static_cast<int64_t>(drafted.size());
+  drafted.push_back(call);
+  for (int32_t t : tiny().tokenize("nonsense", false)) drafted.push_back(t);
+  EXPECT_EQ(controller->draft_prefix(drafted), before + 1);
+  EXPECT_TRUE(controller->waiting());
 }
 
 // A trigger the vocabulary has no token for is watched in the text: the grammar switches on
