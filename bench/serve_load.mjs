@@ -2,7 +2,7 @@
 // own fetch (no packages):
 //
 //   node bench/serve_load.mjs http://127.0.0.1:8080/v1 [--clients 1,4,16,32] [--requests 4]
-//        [--max-tokens 64] [--turns 10]
+//        [--max-tokens 64] [--turns 10] [--no-cache-prompt] [--label NAME]
 //
 // For each client count: that many concurrent streaming clients, each sending --requests chat
 // requests one after another (greedy, different prompts); prints total generated tokens/s,
@@ -10,6 +10,9 @@
 // well-formed (role chunk, finish_reason, usage, [DONE]). Then an agent replay: one
 // conversation of --turns turns whose history grows (each turn resends everything), printing
 // per turn the prompt tokens and how many of them came from the cache (cached_tokens).
+// --clients 0 skips the load part, --turns 0 the replay. --no-cache-prompt sends llama-server's
+// per-request `cache_prompt: false` (for boltrt serve, start it with --no-prefix-cache instead).
+// --label prefixes every line (bench/side_by_side.sh --serve runs this against two servers).
 const base = process.argv[2];
 if (!base) {
   console.error('usage: node bench/serve_load.mjs BASE_URL [--clients 1,4,16,32] ...');
@@ -19,10 +22,13 @@ const option = (name, fallback) => {
   const i = process.argv.indexOf(name);
   return i > 0 ? process.argv[i + 1] : fallback;
 };
-const clientCounts = option('--clients', '1,4,16,32').split(',').map(Number);
+const clientCounts = option('--clients', '1,4,16,32').split(',').map(Number).filter((n) => n > 0);
 const requestsPerClient = Number(option('--requests', '4'));
 const maxTokens = Number(option('--max-tokens', '64'));
 const turns = Number(option('--turns', '10'));
+const noCachePrompt = process.argv.includes('--no-cache-prompt');
+const label = option('--label', '');
+const say = (line) => console.log(label ? `${label} ${line}` : line);
 
 const percentile = (values, p) => {
   if (values.length === 0) return NaN;
@@ -37,7 +43,8 @@ async function streamOnce(messages) {
     method: 'POST',
     headers: { 'Content-Type': 'application/json', Authorization: 'Bearer x' },
     body: JSON.stringify({ model: 'm', messages, temperature: 0, max_tokens: maxTokens,
-                           stream: true, stream_options: { include_usage: true } }),
+                           stream: true, stream_options: { include_usage: true },
+                           ...(noCachePrompt ? { cache_prompt: false } : {}) }),
   });
   if (response.status !== 200) throw new Error(`status ${response.status}: ${await response.text()}`);
   const decoder = new TextDecoder();
@@ -73,6 +80,9 @@ async function streamOnce(messages) {
            usage };
 }
 
+// One untimed request first: model pages, thread pools and the HTTP path warm.
+if (clientCounts.length > 0) await streamOnce([{ role: 'user', content: 'Warm up.' }]);
+
 for (const clients of clientCounts) {
   const ttft = [], gaps = [];
   let tokens = 0, errors = 0;
@@ -92,7 +102,7 @@ for (const clients of clientCounts) {
     }
   }));
   const seconds = (performance.now() - t0) / 1000;
-  console.log(`clients ${String(clients).padStart(2)}: ${(tokens / seconds).toFixed(1)} tok/s total, ` +
+  say(`clients ${String(clients).padStart(2)}: ${(tokens / seconds).toFixed(1)} tok/s total, ` +
               `TTFT p50 ${percentile(ttft, 50).toFixed(1)} ms p99 ${percentile(ttft, 99).toFixed(1)} ms, ` +
               `ITL p50 ${percentile(gaps, 50).toFixed(2)} ms p99 ${percentile(gaps, 99).toFixed(2)} ms, ` +
               `${clients * requestsPerClient} requests, ${errors} errors`);
@@ -103,7 +113,7 @@ for (let t = 1; t <= turns; ++t) {
   history.push({ role: 'user', content: `Turn ${t}: what happens next in the story?` });
   const s = await streamOnce(history);
   const cached = s.usage.prompt_tokens_details?.cached_tokens ?? 0;
-  console.log(`turn ${String(t).padStart(2)}: prompt ${s.usage.prompt_tokens} tokens, cached ${cached} ` +
+  say(`turn ${String(t).padStart(2)}: prompt ${s.usage.prompt_tokens} tokens, cached ${cached} ` +
               `(${((100 * cached) / s.usage.prompt_tokens).toFixed(0)} %), computed ` +
               `${s.usage.prompt_tokens - cached}`);
   history.push({ role: 'assistant', content: s.text });

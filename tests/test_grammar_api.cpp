@@ -91,5 +91,63 @@ TEST(GrammarApi, ToolChoiceRequiredAndNamedForceValidCalls) {
   EXPECT_THROW(session.generate(request), Error);
 }
 
+// tool_choice auto: free text, or calls whose arguments validate. The tiny model was never
+// trained on calls, so a logit bias on the call opener (<|tool_call>, id 48 in its vocabulary,
+// models/tiny/MODEL_CARD.md) makes it open one in some replies; every reply that opens a call
+// at temperature 1 must parse into that many calls with valid arguments, and text-only replies
+// must still occur.
+TEST(GrammarApi, ToolChoiceAutoCallsAlwaysParseAndTextStaysPossible) {
+  ModelOptions mo;
+  mo.threads = 1;
+  auto model = Model::load(test::source_dir() + "/models/tiny/tiny-q8_0.gguf", mo);
+  Session session(model);
+  const char* weather = R"({"type":"object","properties":{"city":{"type":"string","maxLength":16},
+      "days":{"type":"integer","minimum":1,"maximum":7},"unit":{"enum":["C","F"]}},
+      "required":["city","unit"],"additionalProperties":false})";
+  const char* clock = R"({"type":"object","properties":{"day":{"type":"string","format":"date"}},
+      "required":["day"]})";
+  constexpr int32_t kCallOpener = 48;
+  Request request;
+  request.messages.push_back(Message::text("user", "What is the weather in Bath?"));
+  request.tools = {{"get_weather", "Weather of a city", weather}, {"get_date", "A date", clock}};
+  request.tool_choice = "auto";
+  request.max_tokens = 300;
+  request.sampling.temperature = 1.0f;
+  request.sampling.logit_bias = {{kCallOpener, 9.5f}};
+  int with_calls = 0, text_only = 0, calls = 0;
+  for (uint32_t seed = 1; seed <= 32; ++seed) {
+    request.sampling.seed = seed;
+    request.parallel_tool_calls = seed % 2 == 0;
+    int opened = 0;
+    const Result r = session.generate(request, [&](const TokenInfo& t) {
+      opened += t.id == kCallOpener && !t.reasoning;
+      return true;
+    });
+    // Out of tokens or context: a budget, not the grammar, ended the reply.
+    if (r.finish_reason == FinishReason::kLength || r.finish_reason == FinishReason::kContextFull)
+      continue;
+    if (opened == 0) {
+      EXPECT_EQ(r.finish_reason, FinishReason::kEndOfGeneration) << r.text;
+      EXPECT_TRUE(r.tool_calls.empty());
+      ++text_only;
+      continue;
+    }
+    ++with_calls;
+    ASSERT_EQ(r.finish_reason, FinishReason::kToolCalls) << "seed " << seed << ": " << r.text;
+    ASSERT_EQ(r.tool_calls.size(), static_cast<size_t>(opened)) << r.text;
+    for (const ToolCall& call : r.tool_calls) {
+      ++calls;
+      ASSERT_TRUE(call.name == "get_weather" || call.name == "get_date") << call.name;
+      const Json schema = Json::parse(call.name == "get_weather" ? weather : clock);
+      std::string why;
+      EXPECT_TRUE(test::validate_json(schema, Json::parse(call.arguments), &why))
+          << why << ": " << call.arguments;
+    }
+  }
+  EXPECT_GE(with_calls, 4);
+  EXPECT_GE(text_only, 2);
+  EXPECT_GE(calls, with_calls);
+}
+
 }  // namespace
 }  // namespace boltrt

@@ -5,6 +5,8 @@
 // surfaces (--json-schema, --grammar-file, response_format); the API in test_grammar_api.cpp.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -88,7 +90,8 @@ GenRun generate(const OutputConstraint& c, uint32_t seed, float temperature, boo
                                          thinking, reasoning.get());
   GenerationOptions options;
   options.max_tokens = max_tokens;
-  options.controller = grammar.get();
+  // No constraint: the reasoning controller alone (the baseline a lazy grammar must equal).
+  options.controller = grammar ? static_cast<TokenController*>(grammar.get()) : reasoning.get();
   ReplySplitter splitter(m.reasoning_markers(),
                          ReplySplitter::prompt_opens_reasoning(prompt, m.reasoning_markers()));
   options.on_token = [&](const TokenEvent& e) {
@@ -353,6 +356,86 @@ TEST(GrammarTools, Gemma4EnvelopeWithSchemaArguments) {
   }
 }
 
+// tool_choice auto is a lazy grammar: until the model writes the call opener nothing is
+// masked, so every reply without a call is token for token the unconstrained one, at
+// temperature 1 (same seed) and greedily.
+TEST(GrammarTools, LazyGrammarChangesNothingUntilTheOpener) {
+  text::ToolChoice required;
+  required.kind = text::ToolChoice::Kind::kRequired;
+  const OutputConstraint lazy = OutputConstraint::lazy_grammar(
+      text::gemma4_tool_call_gbnf(Json::parse(kTools), required), "<|tool_call>");
+  const auto vocab = grammar_vocabulary(tiny().vocab(), tiny().model().n_vocab());
+  const int32_t call = vocab->find("<|tool_call>");
+  ASSERT_GE(call, 0);
+  int compared = 0;
+  for (uint32_t seed = 0; seed < 8; ++seed) {
+    const float temperature = seed == 0 ? 0.0f : 1.0f;
+    const GenRun with = generate(lazy, seed, temperature, false, -1, nullptr, 120);
+    const GenRun without = generate(OutputConstraint{}, seed, temperature, false, -1, nullptr, 120);
+    if (std::find(with.tokens.begin(), with.tokens.end(), call) != with.tokens.end()) continue;
+    EXPECT_EQ(with.tokens, without.tokens) << "seed " << seed;
+    EXPECT_EQ(with.finish, without.finish);
+    ++compared;
+  }
+  EXPECT_GE(compared, 6);
+  // With the DFlash draft: greedy output equals it without (drafts pass untouched while the
+  // grammar waits), with and without a thought.
+  const std::unique_ptr<BlockDrafter> drafter = tiny().load_drafter(draft_path());
+  for (bool thinking : {false, true}) {
+    const GenRun plain = generate(lazy, 5, 0.0f, thinking, 24, nullptr, 120);
+    const GenRun drafted = generate(lazy, 5, 0.0f, thinking, 24, drafter.get(), 120);
+    EXPECT_EQ(plain.tokens, drafted.tokens) << plain.text << "\n---\n" << drafted.text;
+    EXPECT_GT(drafted.draft.n_drafted, 0);
+  }
+  // A draft is verified up to and including the opener; the grammar checks what follows.
+  auto controller = make_grammar_controller(lazy, tiny().vocab(), tiny().model().n_vocab(),
+                                            tiny().reasoning_markers(), false, nullptr);
+  controller->begin({});
+  std::vector<int32_t> drafted = tiny().tokenize("Let me see.", false);
+  const int64_t before = static_cast<int64_t>(drafted.size());
+  drafted.push_back(call);
+  for (int32_t t : tiny().tokenize("nonsense", false)) drafted.push_back(t);
+  EXPECT_EQ(controller->draft_prefix(drafted), before + 1);
+  EXPECT_TRUE(controller->waiting());
+}
+
+// A trigger the vocabulary has no token for is watched in the text: the grammar switches on
+// once the output spells it (even across tokens), the bytes from its start replayed, and then
+// masks; before that, nothing is masked.
+TEST(GrammarTools, LazyGrammarWithATextTrigger) {
+  TextModel& m = tiny();
+  const OutputConstraint c =
+      OutputConstraint::lazy_grammar("root ::= \"CALL(\" [a-z]+ \")\"", "CALL(");
+  auto controller =
+      make_grammar_controller(c, m.vocab(), m.model().n_vocab(), std::nullopt, false, nullptr);
+  ASSERT_NE(controller, nullptr);
+  controller->begin({});
+  const auto commit = [&](std::string_view text) {
+    for (int32_t t : m.tokenize(text, false)) controller->on_commit(t, false);
+  };
+  std::vector<float> logits(static_cast<size_t>(m.model().n_vocab()), 0.0f);
+  commit("She wrote CAL");
+  EXPECT_TRUE(controller->waiting());
+  EXPECT_EQ(controller->before_sample(logits), -1);
+  EXPECT_TRUE(std::all_of(logits.begin(), logits.end(), [](float x) { return x == 0.0f; }));
+  commit("L(ab");
+  EXPECT_FALSE(controller->waiting());
+  EXPECT_EQ(controller->before_sample(logits), -1);
+  // Now only letters and ')' may follow.
+  const std::vector<int32_t> close = m.tokenize(")", false);
+  ASSERT_EQ(close.size(), 1u);
+  EXPECT_EQ(logits[static_cast<size_t>(close[0])], 0.0f);
+  const std::vector<int32_t> space = m.tokenize(" ", false);
+  EXPECT_EQ(logits[static_cast<size_t>(space[0])], -INFINITY);
+  commit(")");
+  EXPECT_TRUE(controller->matcher().is_accepting());
+  // A clone carries the state; a new begin() waits again.
+  auto copy = controller->clone();
+  controller->begin({});
+  EXPECT_TRUE(controller->waiting());
+  EXPECT_FALSE(static_cast<GrammarController*>(copy.get())->waiting());
+}
+
 TEST(GrammarCli, BatchToolChoiceRequired) {
   const std::string dir = test::scratch_dir("grammar_tools");
   const Json tools = Json::parse(kTools);
@@ -395,6 +478,60 @@ TEST(GrammarCli, BatchToolChoiceRequired) {
     }
   }
   EXPECT_GE(calls, 3);
+}
+
+// Batch request lines with tool_choice auto: the lazy grammar (the tiny model opens calls only
+// with a logit bias on <|tool_call>, id 48, models/tiny/MODEL_CARD.md). Every finished reply is
+// either text without a call marker or calls with valid arguments; both occur.
+TEST(GrammarCli, BatchToolChoiceAutoCallsParse) {
+  const std::string dir = test::scratch_dir("grammar_tools_auto");
+  const Json tools = Json::parse(kTools);
+  std::string lines;
+  for (int i = 0; i < 16; ++i) {
+    Json line = {{"id", i},
+                 {"messages", {{{"role", "user"}, {"content", "What is the weather in Bath?"}}}},
+                 {"tools", tools},
+                 {"tool_choice", "auto"},
+                 {"parallel_tool_calls", i % 2 == 0},
+                 {"logit_bias", {{"48", 9.5}}},
+                 {"max_tokens", 300},
+                 {"temperature", 1.0},
+                 {"seed", 100 + i}};
+    lines += line.dump() + "\n";
+  }
+  const std::string in = write_file(dir, "in.jsonl", lines);
+  const auto run = test::run_command_split(fmt::format(
+      "{} batch -m {} --input {} --output {}/out.jsonl", test::cli_path(), tiny_path(), in, dir));
+  ASSERT_EQ(run.status, 0) << run.err;
+  std::ifstream results(dir + "/out.jsonl");
+  std::string line;
+  int with_calls = 0, text_only = 0;
+  const Json weather = tools[0]["function"]["parameters"];
+  while (std::getline(results, line)) {
+    const Json r = Json::parse(line);
+    if (r["finish_reason"] == "length") continue;
+    EXPECT_EQ(r["content"].get<std::string>().find("<|tool_call>"), std::string::npos) << line;
+    if (r["tool_calls"].empty()) {
+      EXPECT_EQ(r["finish_reason"], "eog") << line;
+      ++text_only;
+      continue;
+    }
+    ++with_calls;
+    EXPECT_EQ(r["finish_reason"], "tool_calls") << line;
+    for (const Json& call : r["tool_calls"]) {
+      const std::string name = call["function"]["name"];
+      const Json args = Json::parse(call["function"]["arguments"].get<std::string>());
+      if (name == "ping") {
+        EXPECT_EQ(args, Json::object());
+        continue;
+      }
+      EXPECT_EQ(name, "get_weather");
+      std::string why;
+      EXPECT_TRUE(test::validate_json(weather, args, &why)) << why << line;
+    }
+  }
+  EXPECT_GE(with_calls, 2);
+  EXPECT_GE(text_only, 2);
 }
 
 }  // namespace

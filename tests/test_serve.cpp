@@ -585,12 +585,93 @@ TEST_F(ServeTiny, NChoicesStreamWithTheirIndexAndEqualTheWholeAnswer) {
   }
 }
 
+// tool_choice auto (the default with tools) is a lazy grammar: free text until the model opens a
+// call, then the envelope with schema-valid arguments. The tiny model opens calls only with a
+// logit bias on <|tool_call> (id 48, models/tiny/MODEL_CARD.md); at temperature 1 over many
+// seeds every finished reply is text without a call marker or calls that parse and validate,
+// streamed or not, and both kinds occur.
+TEST_F(ServeTiny, ToolChoiceAutoCallsAlwaysParse) {
+  const json parameters = {{"type", "object"},
+                           {"properties",
+                            {{"city", {{"type", "string"}, {"maxLength", 20}}},
+                             {"days", {{"type", "integer"}, {"minimum", 1}, {"maximum", 7}}}}},
+                           {"required", {"city"}},
+                           {"additionalProperties", false}};
+  int with_calls = 0, text_only = 0;
+  for (int seed = 1; seed <= 16; ++seed) {
+    json request = chat_body("What is the weather in Bath?", 200, seed % 4 == 0);
+    request["tools"] =
+        json::array({{{"type", "function"},
+                      {"function", {{"name", "get_weather"}, {"parameters", parameters}}}}});
+    request["tool_choice"] = "auto";
+    request["parallel_tool_calls"] = seed % 2 == 0;
+    request["logit_bias"] = {{"48", 9.5}};
+    request["temperature"] = 1;
+    request["seed"] = seed;
+    const HttpResponse r = post(port(), "/v1/chat/completions", request);
+    ASSERT_EQ(r.status, 200) << r.body;
+    std::string finish, content;
+    std::vector<json> calls;
+    if (request.value("stream", false)) {
+      for (const std::string& event : sse_events(r.body)) {
+        if (event == "[DONE]") continue;
+        const json chunk = json::parse(event);
+        for (const json& c : chunk["choices"]) {
+          if (!c["finish_reason"].is_null()) finish = c["finish_reason"];
+          if (c["delta"].contains("content") && c["delta"]["content"].is_string())
+            content += c["delta"]["content"].get<std::string>();
+          if (!c["delta"].contains("tool_calls")) continue;
+          for (const json& t : c["delta"]["tool_calls"]) {
+            const size_t k = t["index"];
+            if (k >= calls.size())
+              calls.push_back({{"name", t["function"]["name"]}, {"arguments", ""}});
+            calls[k]["arguments"] =
+                calls[k]["arguments"].get<std::string>() + t["function"].value("arguments", "");
+          }
+        }
+      }
+    } else {
+      const json c = json::parse(r.body)["choices"][0];
+      finish = c["finish_reason"];
+      if (c["message"]["content"].is_string()) content = c["message"]["content"];
+      if (c["message"].contains("tool_calls")) {
+        for (const json& t : c["message"]["tool_calls"])
+          calls.push_back(
+              {{"name", t["function"]["name"]}, {"arguments", t["function"]["arguments"]}});
+      }
+    }
+    if (finish == "length") continue;
+    EXPECT_EQ(content.find("<|tool_call>"), std::string::npos) << r.body;
+    if (calls.empty()) {
+      EXPECT_EQ(finish, "stop") << r.body;
+      ++text_only;
+      continue;
+    }
+    ++with_calls;
+    EXPECT_EQ(finish, "tool_calls") << r.body;
+    if (seed % 2 == 1) {
+      EXPECT_EQ(calls.size(), 1u) << r.body;
+    }
+    for (const json& call : calls) {
+      EXPECT_EQ(call["name"], "get_weather");
+      const json args = json::parse(call["arguments"].get<std::string>(), nullptr, false);
+      std::string why;
+      EXPECT_TRUE(boltrt::test::validate_json(nlohmann::ordered_json::parse(parameters.dump()),
+                                              nlohmann::ordered_json::parse(args.dump()), &why))
+          << why << r.body;
+    }
+  }
+  EXPECT_GE(with_calls, 2);
+  EXPECT_GE(text_only, 2);
+}
+
 TEST_F(ServeTiny, NChoicesEachFollowTheResponseFormatAndForcedTools) {
   json request = chat_body("Describe yourself as JSON.", 120);
   request["response_format"] = {{"type", "json_object"}};
-  // Greedy: at temperature 1 (seed 3) the clang build samples a path whose JSON is still open
-  // after 400 tokens while the gcc build closes it; the per-choice format is checked greedily
-  // until that build difference is explained (open in issue 19).
+  // Greedy: a json_object grammar admits strings of any length, so at temperature 1 a sampled
+  // path may still be inside one at max_tokens (seed 3: choices 0 and 2 end "length" at 120
+  // tokens, in the gcc Release and the clang ASan build alike, byte for byte the same text): a
+  // legitimate sampling path, not a build difference. Greedily every choice closes.
   request["temperature"] = 0;
   request["seed"] = 3;
   request["n"] = 3;

@@ -77,8 +77,8 @@ class ScriptedEngine : public boltrt::batch::BatchEngine {
   std::optional<boltrt::ReasoningMarkers> reasoning_markers() const override {
     return backend_->reasoning_markers();
   }
-  std::string tool_call_grammar(const json& tools,
-                                const boltrt::text::ToolChoice& choice) const override {
+  boltrt::text::ToolCallGrammar tool_call_grammar(
+      const json& tools, const boltrt::text::ToolChoice& choice) const override {
     return backend_->tool_call_grammar(tools, choice);
   }
   int64_t split_output(const boltrt::batch::BatchRequest& r, const boltrt::PreparedPrompt& prompt,

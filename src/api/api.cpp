@@ -346,10 +346,12 @@ Result Session::generate(const Request& request, const TokenCallback& on_token) 
     if (forcing && constraint.active())
       fail("generate: tool_choice '{}' cannot be combined with a grammar or JSON schema", tc);
     if (!constraint.active()) {
-      std::string tool_grammar = backend.tool_call_grammar(tools, choice);
+      text::ToolCallGrammar tool_grammar = backend.tool_call_grammar(tools, choice);
       if (tool_grammar.empty() && forcing)
         fail("generate: tool_choice '{}' needs a chat format with tool calls", tc);
-      if (!tool_grammar.empty()) constraint = OutputConstraint::grammar(std::move(tool_grammar));
+      if (!tool_grammar.empty())
+        constraint = OutputConstraint::lazy_grammar(std::move(tool_grammar.gbnf),
+                                                    std::move(tool_grammar.trigger));
     }
   }
   const std::unique_ptr<GrammarController> grammar =

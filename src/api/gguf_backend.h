@@ -46,9 +46,9 @@ class GgufBackend : public ModelBackend {
   RenderedChat render_chat_json(const nlohmann::ordered_json& messages,
                                 const nlohmann::ordered_json& tools, bool thinking,
                                 bool add_generation_prompt = true) const override;
-  std::string tool_call_grammar(const nlohmann::ordered_json& tools,
-                                const text::ToolChoice& choice) const override {
-    return text::tool_call_gbnf(template_.format(), tools, choice, *tokenizer_);
+  text::ToolCallGrammar tool_call_grammar(const nlohmann::ordered_json& tools,
+                                          const text::ToolChoice& choice) const override {
+    return text::tool_call_grammar(template_.format(), tools, choice, *tokenizer_);
   }
   ParsedReply parse_reply(std::span<const int32_t> prompt, const RenderedChat& chat,
                           const nlohmann::ordered_json& tools,

@@ -84,14 +84,14 @@ class ModelBackend {
   virtual RenderedChat render_chat_json(const nlohmann::ordered_json& messages,
                                         const nlohmann::ordered_json& tools, bool thinking,
                                         bool add_generation_prompt = true) const;
-  // The GBNF that forces the format's tool-call envelope for `tools` as `choice` asks, with the
-  // arguments constrained by each function's parameters schema (text/tool_grammar.h); "" when
-  // the format has no tool calls.
-  virtual std::string tool_call_grammar(const nlohmann::ordered_json& tools,
-                                        const text::ToolChoice& choice) const {
+  // The grammar that keeps the format's tool-call envelope for `tools` as `choice` asks, with
+  // the arguments constrained by each function's parameters schema, lazy (triggered by the
+  // call opener) for auto (text/tool_grammar.h); empty when the format has no tool calls.
+  virtual text::ToolCallGrammar tool_call_grammar(const nlohmann::ordered_json& tools,
+                                                  const text::ToolChoice& choice) const {
     (void)tools;
     (void)choice;
-    return "";
+    return {};
   }
   // Splits a finished generation into reasoning / content / tool calls. The default uses the
   // reasoning markers (ReplySplitter) and finds no tool calls.
@@ -102,7 +102,7 @@ class ModelBackend {
 
 struct BackendOptions {
   std::string device = "auto";  // auto | cpu | cuda (auto: a GPU that passed the self-check)
-  int threads = 0;             // 0: physical cores
+  int threads = 0;              // 0: physical cores
   int64_t context = 4096;
   std::string kv_type = "f16";  // f16 | f32 | q8_0
   std::string draft;            // DFlash draft GGUF ("" = none)

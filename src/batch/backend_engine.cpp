@@ -31,8 +31,8 @@ class BackendEngine : public BatchEngine {
   std::optional<ReasoningMarkers> reasoning_markers() const override {
     return backend_->reasoning_markers();
   }
-  std::string tool_call_grammar(const nlohmann::ordered_json& tools,
-                                const text::ToolChoice& choice) const override {
+  text::ToolCallGrammar tool_call_grammar(const nlohmann::ordered_json& tools,
+                                          const text::ToolChoice& choice) const override {
     return backend_->tool_call_grammar(tools, choice);
   }
 

@@ -28,12 +28,12 @@ class BatchEngine {
   virtual std::unique_ptr<ReasoningController> controller(const ReasoningConfig& config) const = 0;
   // The format's thought markers (a grammar constraint starts after the thought), if any.
   virtual std::optional<ReasoningMarkers> reasoning_markers() const { return std::nullopt; }
-  // The format's tool-call grammar (ModelBackend::tool_call_grammar), "" when it has none.
-  virtual std::string tool_call_grammar(const nlohmann::ordered_json& tools,
-                                        const text::ToolChoice& choice) const {
+  // The format's tool-call grammar (ModelBackend::tool_call_grammar), empty when it has none.
+  virtual text::ToolCallGrammar tool_call_grammar(const nlohmann::ordered_json& tools,
+                                                  const text::ToolChoice& choice) const {
     (void)tools;
     (void)choice;
-    return "";
+    return {};
   }
   // Adds "reasoning", "content" and "tool_calls" (when the model has a tool-call format) to
   // `out` from the generated text. Returns the number of reasoning tokens (the controller's

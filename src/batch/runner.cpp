@@ -214,9 +214,10 @@ BatchSummary run_batch(BatchEngine& engine, const BatchOptions& options) {
       if (forcing && constraint.active())
         fail("a forcing 'tool_choice' cannot be combined with 'response_format' or 'grammar'");
       if (!constraint.active()) {
-        std::string g = engine.tool_call_grammar(*request.tools, request.tool_choice);
+        text::ToolCallGrammar g = engine.tool_call_grammar(*request.tools, request.tool_choice);
         if (g.empty() && forcing) fail("'tool_choice' needs a chat format with tool calls");
-        if (!g.empty()) constraint = OutputConstraint::grammar(std::move(g));
+        if (!g.empty())
+          constraint = OutputConstraint::lazy_grammar(std::move(g.gbnf), std::move(g.trigger));
       }
     }
     const std::unique_ptr<GrammarController> grammar = make_grammar_controller(

@@ -293,7 +293,9 @@ void OpenAiServer::handle(const HttpRequest& request, HttpResponder& response) {
 
 void OpenAiServer::set_constraint(const ServeRequest& r, Job& job) const {
   // Structured output: `response_format`, or the format's tool-call envelope for a forcing
-  // `tool_choice` (each function's arguments constrained by its parameters schema). Compiled
+  // `tool_choice` (each function's arguments constrained by its parameters schema), or for
+  // `auto` the same envelope switched on lazily when the model opens a call (free text until
+  // then; a response_format, when given, constrains the reply instead). Compiled
   // here, through the process-wide grammar cache, so that a schema the engine cannot compile is
   // a 400 before anything is queued; the slot builds its controller from the compiled grammar
   // (its token masks come from the engine cache too).
@@ -311,33 +313,41 @@ void OpenAiServer::set_constraint(const ServeRequest& r, Job& job) const {
           schema == spec.end() || schema->is_null() ? std::string("{}") : schema->dump());
     }
   }
-  if (r.chat &&
-      (r.tool_choice == ToolChoice::kRequired || r.tool_choice == ToolChoice::kFunction)) {
+  const bool forcing =
+      r.tool_choice == ToolChoice::kRequired || r.tool_choice == ToolChoice::kFunction;
+  const bool lazy = r.tool_choice == ToolChoice::kAuto && r.tools.is_array() && !r.tools.empty() &&
+                    !constraint.active();
+  if (r.chat && (forcing || lazy)) {
     if (constraint.active())
       throw ApiError(400,
                      "a 'tool_choice' that forces a call cannot be combined with a JSON "
                      "'response_format'",
                      "tool_choice");
     text::ToolChoice choice;
-    choice.kind = r.tool_choice == ToolChoice::kRequired ? text::ToolChoice::Kind::kRequired
-                                                         : text::ToolChoice::Kind::kFunction;
+    if (forcing) {
+      choice.kind = r.tool_choice == ToolChoice::kRequired ? text::ToolChoice::Kind::kRequired
+                                                           : text::ToolChoice::Kind::kFunction;
+    }
     choice.function = r.tool_choice_name;
     choice.parallel = r.parallel_tool_calls;
-    std::string gbnf;
+    text::ToolCallGrammar calls;
     try {
-      gbnf = scheduler_.engine().tool_call_grammar(r.tools, choice);
+      calls = scheduler_.engine().tool_call_grammar(r.tools, choice);
     } catch (const Error& e) {
       throw ApiError(400, e.what(), "tools");
     }
-    if (gbnf.empty())
+    if (calls.empty() && forcing)
       throw ApiError(400, "'tool_choice' needs a chat format with tool calls; this model has none",
                      "tool_choice", "unsupported_parameter");
-    constraint = OutputConstraint::grammar(std::move(gbnf));
-    param = "tools";
+    if (!calls.empty()) {
+      constraint = OutputConstraint::lazy_grammar(std::move(calls.gbnf), std::move(calls.trigger));
+      param = "tools";
+    }
   }
   if (!constraint.active()) return;
   try {
     job.grammar = compile_constraint(constraint);
+    job.grammar_trigger = constraint.trigger;
   } catch (const Error& e) {
     throw ApiError(400, e.what(), param);
   }
@@ -436,6 +446,7 @@ void OpenAiServer::completion(const HttpRequest& request, HttpResponder& respons
     copy->top_logprobs = job->top_logprobs;
     copy->grammar = job->grammar;
     copy->grammar_after_thought = job->grammar_after_thought;
+    copy->grammar_trigger = job->grammar_trigger;
     jobs.push_back(std::move(copy));
   }
 

@@ -379,7 +379,7 @@ void Scheduler::run_job(Slot& slot, Job& job) {
     if (job.grammar) {
       grammar = make_grammar_controller(job.grammar, engine_.vocab(), slot.model->n_vocab(),
                                         engine_.reasoning_markers(), job.grammar_after_thought,
-                                        controller.get());
+                                        controller.get(), job.grammar_trigger);
       gen.controller = grammar.get();
     }
     std::unique_ptr<LogprobRecorder> recorder;

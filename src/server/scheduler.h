@@ -63,6 +63,7 @@ struct Job {
   // stays free and the constraint starts after it when `grammar_after_thought`.
   std::shared_ptr<const grammar::Grammar> grammar;
   bool grammar_after_thought = false;
+  std::string grammar_trigger;  // "" or the text that switches a lazy grammar on (tools, auto)
 
   // ---- set by the connection thread at any time
   std::atomic<bool> cancel{false};

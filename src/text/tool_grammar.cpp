@@ -215,4 +215,30 @@ std::string tool_call_gbnf(ChatFormat format, const Json& tools, const ToolChoic
   return "";
 }
 
+std::string_view tool_call_opener(ChatFormat format) {
+  switch (format) {
+    case ChatFormat::kGemma4:
+      return "<|tool_call>";
+    case ChatFormat::kQwen35:
+      return "<tool_call>";
+    case ChatFormat::kNone:
+      break;
+  }
+  return "";
+}
+
+ToolCallGrammar tool_call_grammar(ChatFormat format, const Json& tools, const ToolChoice& choice,
+                                  const Tokenizer& tokenizer) {
+  if (choice.kind != ToolChoice::Kind::kAuto) {
+    return {tool_call_gbnf(format, tools, choice, tokenizer), ""};
+  }
+  if (tools.is_array() && tools.empty()) return {};
+  // auto: from the opener on, the reply is what `required` would force.
+  ToolChoice calls = choice;
+  calls.kind = ToolChoice::Kind::kRequired;
+  std::string gbnf = tool_call_gbnf(format, tools, calls, tokenizer);
+  if (gbnf.empty()) return {};
+  return {std::move(gbnf), std::string(tool_call_opener(format))};
+}
+
 }  // namespace boltrt::text

@@ -15,6 +15,7 @@
 #pragma once
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 
 #include "text/chat_template.h"
 
@@ -49,5 +50,24 @@ std::string qwen35_tool_call_gbnf(const nlohmann::ordered_json& tools, const Too
 // tokenizer decides how the format's markers are written (token references or text).
 std::string tool_call_gbnf(ChatFormat format, const nlohmann::ordered_json& tools,
                            const ToolChoice& choice, const Tokenizer& tokenizer);
+
+// The format's tool-call opener ("<|tool_call>" for Gemma 4, "<tool_call>" for Qwen3.5), ""
+// for a format without tool calls.
+std::string_view tool_call_opener(ChatFormat format);
+
+// The constraint a tool_choice puts on a reply. With `trigger` empty the grammar holds from the
+// first token of the answer (required, a named function, none). With a trigger it is lazy
+// (tool_choice auto, shared/docs/structured-output.md §1, §5.2): the reply is free until it
+// writes the trigger — the format's call opener — outside a thought; from the trigger's first
+// byte on the rest must match `gbnf`: the calls (the required grammar: each function's
+// arguments by its parameters schema, several calls when parallel calls are allowed) and then
+// the end. Neither format reads text after its calls, so none may follow.
+struct ToolCallGrammar {
+  std::string gbnf;     // "" when the format has no tool calls
+  std::string trigger;  // "" for a grammar that holds from the start
+  bool empty() const { return gbnf.empty(); }
+};
+ToolCallGrammar tool_call_grammar(ChatFormat format, const nlohmann::ordered_json& tools,
+                                  const ToolChoice& choice, const Tokenizer& tokenizer);
 
 }  // namespace boltrt::text
