@@ -10,6 +10,7 @@
 #include "generate/speculative.h"
 #include "model/dflash.h"
 #include "model/gemma4.h"
+#include "model/registry.h"
 #include "runtime/session.h"
 #include "runtime/thread_pool.h"
 #include "util/error.h"
@@ -83,6 +84,38 @@ std::unique_ptr<batch::MultiSequenceModel> ModelBackend::new_sequences(int n) {
   return std::make_unique<batch::InterleavedSessions>(std::move(sequences));
 }
 
+namespace {
+
+// An architecture from the registry (model/registry.h): CPU sessions, interleaved when several
+// sequences run; no CUDA runtime and no draft.
+std::shared_ptr<ModelBackend> open_generic_backend(const std::string& path,
+                                                   std::shared_ptr<const LoadedModel> model,
+                                                   std::shared_ptr<ThreadPool> pool,
+                                                   const BackendOptions& options, KvType kv_type) {
+  const std::string arch = model->file().architecture();
+  if (options.device == "cuda") {
+    fail("{}: --device cuda: boltrt has no CUDA runtime for architecture '{}' (use the CPU)", path,
+         arch);
+  }
+  if (!options.draft.empty()) {
+    fail("{}: --draft: speculative drafts are not supported for architecture '{}'", path, arch);
+  }
+  SessionOptions session_options;
+  session_options.n_ctx = options.context;
+  if (model->n_ctx_train() > 0)
+    session_options.n_ctx = std::min(session_options.n_ctx, model->n_ctx_train());
+  session_options.kv_type = kv_type;
+  std::shared_ptr<const gguf::File> file(model, &model->file());
+  return std::make_shared<GgufBackend>(
+      file,
+      [model, pool, session_options]() -> std::unique_ptr<LanguageModel> {
+        return model->new_session(session_options, pool.get());
+      },
+      session_options.n_ctx, /*concurrent_decode=*/false);
+}
+
+}  // namespace
+
 std::shared_ptr<ModelBackend> open_model_backend(const std::string& path,
                                                  const BackendOptions& options) {
   if (!std::filesystem::exists(path)) fail("{}: no such file", path);
@@ -95,9 +128,12 @@ std::shared_ptr<ModelBackend> open_model_backend(const std::string& path,
   if (!options.draft.empty() && !std::filesystem::exists(options.draft))
     fail("{}: no such file", options.draft);
 
-  std::shared_ptr<const Gemma4Model> model = Gemma4Model::load(path);
   auto pool =
       std::make_shared<ThreadPool>(options.threads > 0 ? options.threads : physical_core_count());
+  if (std::shared_ptr<const LoadedModel> generic = load_generic_model(path)) {
+    return open_generic_backend(path, std::move(generic), std::move(pool), options, *kv_type);
+  }
+  std::shared_ptr<const Gemma4Model> model = Gemma4Model::load(path);
   SessionOptions session_options;
   session_options.n_ctx = options.context;
   if (model->config().n_ctx_train > 0)

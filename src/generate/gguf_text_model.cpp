@@ -13,6 +13,7 @@
 #include "grammar/token_vocabulary.h"
 #include "model/dflash.h"
 #include "model/gemma4.h"
+#include "model/registry.h"
 #include "runtime/session.h"
 #include "runtime/thread_pool.h"
 #include "text/chat_template.h"
@@ -70,10 +71,25 @@ class GgufTextModel : public TextModel {
         tokenizer_(text::Tokenizer::from_gguf(weights_->file())),
         model_(cuda ? cuda->new_session(session)
                     : std::make_unique<ResettableSession>(*weights_, session, pool_.get())) {
+    init();
+  }
+  // An architecture from the registry (model/registry.h): a CPU session, no draft.
+  GgufTextModel(std::unique_ptr<LoadedModel> generic, std::unique_ptr<ThreadPool> pool,
+                const SessionOptions& session)
+      : generic_(std::move(generic)),
+        pool_(std::move(pool)),
+        tokenizer_(text::Tokenizer::from_gguf(generic_->file())),
+        model_(generic_->new_session(session, pool_.get())) {
+    init();
+  }
+
+  const gguf::File& file() const { return weights_ ? weights_->file() : generic_->file(); }
+
+  void init() {
     template_ = text::ChatTemplate::for_tokenizer(*tokenizer_, &template_warning_);
     grammar_vocabulary_ = grammar::lazy_vocabulary_of(*tokenizer_);
     if (model_->n_vocab() != tokenizer_->n_vocab()) {
-      fail("{}: the model has {} logits but the vocabulary {} tokens", weights_->file().path(),
+      fail("{}: the model has {} logits but the vocabulary {} tokens", file().path(),
            model_->n_vocab(), tokenizer_->n_vocab());
     }
   }
@@ -133,18 +149,23 @@ class GgufTextModel : public TextModel {
   }
 
   SamplerConfig sampling_defaults(const SamplerConfig& defaults) const override {
-    return sampling_defaults_from_gguf(weights_->file(), defaults);
+    return sampling_defaults_from_gguf(file(), defaults);
   }
 
   // The draft borrows these weights (embedding, output head) and runs on the same pool: no
   // second mapping of the target.
   std::unique_ptr<BlockDrafter> load_drafter(const std::string& path) const override {
+    if (!weights_) {
+      fail("{}: --draft: speculative drafts are not supported for architecture '{}'", file().path(),
+           file().architecture());
+    }
     std::shared_ptr<const DFlashDraft> draft = DFlashDraft::load(path, *weights_);
     return std::make_unique<DFlashDrafter>(std::move(draft), pool_.get());
   }
 
  private:
-  std::unique_ptr<Gemma4Model> weights_;
+  std::unique_ptr<Gemma4Model> weights_;  // the full-runtime architecture, or
+  std::unique_ptr<LoadedModel> generic_;  // one from the registry
   std::unique_ptr<ThreadPool> pool_;
   std::unique_ptr<text::Tokenizer> tokenizer_;
   std::unique_ptr<LanguageModel> model_;
@@ -159,14 +180,22 @@ std::unique_ptr<TextModel> load_text_model(const TextModelOptions& options) {
   const auto kv_type = kv_type_from_name(options.kv_type);
   if (!kv_type) fail("--kv-type: '{}' is not one of {}", options.kv_type, kv_type_names());
   if (options.on_progress) options.on_progress(0.0f);
-  auto weights = Gemma4Model::load(options.path);
-  if (options.on_progress) options.on_progress(1.0f);
   SessionOptions session;
   // 0 asks for the model's own context; the session clamps larger values to it.
   session.n_ctx = options.n_ctx > 0 ? options.n_ctx : std::numeric_limits<int32_t>::max();
   session.kv_type = *kv_type;
   if (options.n_batch > 0) session.n_batch = options.n_batch;
   auto pool = std::make_unique<ThreadPool>(std::max(1, options.threads));
+  if (std::unique_ptr<LoadedModel> generic = load_generic_model(options.path)) {
+    if (options.device == "cuda") {
+      fail("{}: --device cuda: boltrt has no CUDA runtime for architecture '{}' (use the CPU)",
+           options.path, generic->file().architecture());
+    }
+    if (options.on_progress) options.on_progress(1.0f);
+    return std::make_unique<GgufTextModel>(std::move(generic), std::move(pool), session);
+  }
+  auto weights = Gemma4Model::load(options.path);
+  if (options.on_progress) options.on_progress(1.0f);
   std::shared_ptr<const CudaGemma4> cuda;
   if (resolve_device(options.device, *weights) == ComputeDevice::kCuda) {
     cuda = load_cuda_gemma4(*weights);

@@ -10,6 +10,7 @@
 
 #include "backend/cpu/ops.h"
 #include "gguf/gguf.h"
+#include "model/gguf_metadata.h"
 #include "quant/dequantize.h"
 #include "runtime/thread_pool.h"
 #include "util/error.h"
@@ -19,70 +20,12 @@ namespace boltrt {
 // =============================================================================================
 // 1. Configuration from metadata (§2, §4)
 // =============================================================================================
-namespace {
-
-class Metadata {
- public:
-  explicit Metadata(const gguf::File& file) : file_(file) {}
-
-  std::string key(std::string_view name) const { return "gemma4." + std::string(name); }
-
-  int64_t required_int(std::string_view name) const {
-    auto v = file_.get_int(key(name));
-    if (!v) fail("{}: missing key '{}'", file_.path(), key(name));
-    return *v;
-  }
-  int64_t optional_int(std::string_view name, int64_t fallback) const {
-    return file_.get_int(key(name)).value_or(fallback);
-  }
-  float required_float(std::string_view name) const {
-    auto v = file_.get_float(key(name));
-    if (!v) fail("{}: missing key '{}'", file_.path(), key(name));
-    return static_cast<float>(*v);
-  }
-  float optional_float(std::string_view name, float fallback) const {
-    auto v = file_.get_float(key(name));
-    return v ? static_cast<float>(*v) : fallback;
-  }
-  // A key llama.cpp reads "scalar or per-layer array" (feed_forward_length, head_count, ...).
-  std::vector<int64_t> per_layer_int(std::string_view name, int64_t n_layer, bool required,
-                                     int64_t fallback) const {
-    const std::string k = key(name);
-    const gguf::Value* value = file_.find(k);
-    if (!value) {
-      if (required) fail("{}: missing key '{}'", file_.path(), k);
-      return std::vector<int64_t>(static_cast<size_t>(n_layer), fallback);
-    }
-    if (const gguf::Array* array = value->as_array()) {
-      if (static_cast<int64_t>(array->items.size()) != n_layer) {
-        fail("{}: key '{}' has {} values, expected one per layer ({})", file_.path(), k,
-             array->items.size(), n_layer);
-      }
-      std::vector<int64_t> out;
-      for (const gguf::Value& item : array->items) {
-        auto v = item.as_int();
-        if (!v) fail("{}: key '{}' holds a non-integer value", file_.path(), k);
-        out.push_back(*v);
-      }
-      return out;
-    }
-    auto v = value->as_int();
-    if (!v) fail("{}: key '{}' is not an integer", file_.path(), k);
-    return std::vector<int64_t>(static_cast<size_t>(n_layer), *v);
-  }
-
- private:
-  const gguf::File& file_;
-};
-
-}  // namespace
-
 Gemma4Config Gemma4Config::from_gguf(const gguf::File& file) {
   const std::string& path = file.path();
   if (file.architecture() != "gemma4") {
     fail("{}: general.architecture is '{}', expected 'gemma4'", path, file.architecture());
   }
-  Metadata meta(file);
+  const ArchMetadata meta(file, "gemma4");
   Gemma4Config c;
   c.n_embd = meta.required_int("embedding_length");
   c.n_layer = meta.required_int("block_count");
@@ -106,13 +49,13 @@ Gemma4Config Gemma4Config::from_gguf(const gguf::File& file) {
   if (c.n_swa <= 0) fail("{}: attention.sliding_window = {} must be > 0", path, c.n_swa);
   if (c.n_embd_per_layer < 0) fail("{}: embedding_length_per_layer_input < 0", path);
 
-  const auto n_ff = meta.per_layer_int("feed_forward_length", c.n_layer, true, 0);
-  const auto n_head = meta.per_layer_int("attention.head_count", c.n_layer, true, 0);
+  const auto n_ff = meta.ints("feed_forward_length", c.n_layer, true, 0);
+  const auto n_head = meta.ints("attention.head_count", c.n_layer, true, 0);
   std::vector<int64_t> n_head_kv = n_head;
-  if (file.find(meta.key("attention.head_count_kv"))) {
-    n_head_kv = meta.per_layer_int("attention.head_count_kv", c.n_layer, true, 0);
+  if (meta.has("attention.head_count_kv")) {
+    n_head_kv = meta.ints("attention.head_count_kv", c.n_layer, true, 0);
   }
-  const auto n_ff_exp = meta.per_layer_int("expert_feed_forward_length", c.n_layer, false, 0);
+  const auto n_ff_exp = meta.ints("expert_feed_forward_length", c.n_layer, false, 0);
   c.n_ff_exp = n_ff_exp[0];
 
   // head sizes and rotation widths: key_length defaults to D / H, the SWA ones to the full ones
@@ -193,96 +136,20 @@ Gemma4Config Gemma4Config::from_gguf(const gguf::File& file) {
 // =============================================================================================
 namespace {
 
-class TensorBinder {
- public:
-  TensorBinder(const gguf::File& file, std::vector<std::vector<float>>& converted, LanePacks& packs)
-      : file_(file), converted_(converted), packs_(packs) {}
-
-  const gguf::TensorInfo* find(const std::string& name) const { return file_.find_tensor(name); }
-
-  // Checks ne against `shape` (missing trailing dims are 1). Returns null when absent and not
-  // required.
-  const gguf::TensorInfo* get(const std::string& name, std::initializer_list<int64_t> shape,
-                              bool required) const {
-    const gguf::TensorInfo* t = file_.find_tensor(name);
-    if (!t) {
-      if (required) fail("{}: missing tensor '{}'", file_.path(), name);
-      return nullptr;
+// [cols, rows, n_expert] stack of matrices plus the optional per-expert "<base>.scale".
+ExpertMatrices experts(const TensorBinder& bind, const std::string& base, int64_t cols,
+                       int64_t rows, int64_t n_expert, bool required) {
+  ExpertMatrices e;
+  if (const gguf::TensorInfo* t = bind.get(base + ".weight", {cols, rows, n_expert}, required)) {
+    e.first = bind.view(*t);
+    e.expert_stride = e.first.row_stride * static_cast<size_t>(rows);
+    if (const gguf::TensorInfo* s = bind.get(base + ".scale", {n_expert}, false)) {
+      const float* f = bind.to_f32(*s);
+      e.scale.assign(f, f + n_expert);
     }
-    int64_t want[4] = {1, 1, 1, 1};
-    size_t i = 0;
-    for (int64_t d : shape) want[i++] = d;
-    if (t->ne[0] != want[0] || t->ne[1] != want[1] || t->ne[2] != want[2] || t->ne[3] != want[3]) {
-      fail("{}: tensor '{}' has shape [{}, {}, {}, {}], expected [{}, {}, {}, {}]", file_.path(),
-           name, t->ne[0], t->ne[1], t->ne[2], t->ne[3], want[0], want[1], want[2], want[3]);
-    }
-    if (!type_traits(t->type).computable) {
-      fail("{}: tensor '{}' has type {}, which boltrt cannot compute with", file_.path(), name,
-           type_traits(t->type).name);
-    }
-    return t;
   }
-
-  WeightView view(const gguf::TensorInfo& t) const {
-    WeightView w;
-    w.type = t.type;
-    w.data = file_.tensor_data(t);
-    w.cols = t.ne[0];
-    w.rows = t.ne[1];
-    w.row_stride = row_size(t.type, t.ne[0]);
-    return w;
-  }
-
-  // [in, out] matrix plus (with_scale2) its optional "<base>.scale" scalar.
-  Matrix matrix(const std::string& base, int64_t in, int64_t out, bool required,
-                bool with_scale2 = true) const {
-    Matrix m;
-    if (const gguf::TensorInfo* t = get(base + ".weight", {in, out}, required)) {
-      m.w = view(*t);
-      packs_.pack(m.w);
-      if (!with_scale2) return m;
-      if (const gguf::TensorInfo* s = get(base + ".scale", {1}, false)) m.scale = to_f32(*s)[0];
-    }
-    return m;
-  }
-
-  F32Vector vector(const std::string& name, int64_t n, bool required) const {
-    F32Vector v;
-    if (const gguf::TensorInfo* t = get(name, {n}, required)) {
-      v.data = to_f32(*t);
-      v.n = n;
-    }
-    return v;
-  }
-
-  // [cols, rows, n_expert] stack of matrices plus the optional per-expert "<base>.scale".
-  ExpertMatrices experts(const std::string& base, int64_t cols, int64_t rows, int64_t n_expert,
-                         bool required) const {
-    ExpertMatrices e;
-    if (const gguf::TensorInfo* t = get(base + ".weight", {cols, rows, n_expert}, required)) {
-      e.first = view(*t);
-      e.expert_stride = e.first.row_stride * static_cast<size_t>(rows);
-      if (const gguf::TensorInfo* s = get(base + ".scale", {n_expert}, false)) {
-        const float* f = to_f32(*s);
-        e.scale.assign(f, f + n_expert);
-      }
-    }
-    return e;
-  }
-
-  // f32 data of a small tensor: the mapped bytes when stored as F32, else a converted copy.
-  const float* to_f32(const gguf::TensorInfo& t) const {
-    if (t.type == GgmlType::F32) return reinterpret_cast<const float*>(file_.tensor_data(t));
-    std::vector<float>& out = converted_.emplace_back(static_cast<size_t>(t.n_elements()));
-    dequantize_row(t.type, file_.tensor_data(t), out.data(), t.n_elements());
-    return out.data();
-  }
-
- private:
-  const gguf::File& file_;
-  std::vector<std::vector<float>>& converted_;
-  LanePacks& packs_;
-};
+  return e;
+}
 
 }  // namespace
 
@@ -356,12 +223,12 @@ Gemma4Model::Gemma4Model(std::unique_ptr<gguf::File> file) : file_(std::move(fil
       l.pre_ffw_norm_2 = bind.vector(p + "pre_ffw_norm_2.weight", D, true);
       l.post_ffw_norm_1 = bind.vector(p + "post_ffw_norm_1.weight", D, true);
       l.post_ffw_norm_2 = bind.vector(p + "post_ffw_norm_2.weight", D, true);
-      l.gate_up_exps = bind.experts(p + "ffn_gate_up_exps", D, 2 * F, E, false);
+      l.gate_up_exps = experts(bind, p + "ffn_gate_up_exps", D, 2 * F, E, false);
       if (!l.gate_up_exps.present()) {
-        l.gate_exps = bind.experts(p + "ffn_gate_exps", D, F, E, true);
-        l.up_exps = bind.experts(p + "ffn_up_exps", D, F, E, true);
+        l.gate_exps = experts(bind, p + "ffn_gate_exps", D, F, E, true);
+        l.up_exps = experts(bind, p + "ffn_up_exps", D, F, E, true);
       }
-      l.down_exps = bind.experts(p + "ffn_down_exps", F, D, E, true);
+      l.down_exps = experts(bind, p + "ffn_down_exps", F, D, E, true);
     }
 
     if (P > 0) {

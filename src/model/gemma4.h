@@ -14,6 +14,7 @@
 
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/ops.h"
+#include "model/weights.h"
 #include "runtime/kv_cache.h"
 
 namespace boltrt {
@@ -51,19 +52,6 @@ struct Gemma4Config {
 
   // Reads and checks the gemma4.* keys; throws boltrt::Error naming the file and key.
   static Gemma4Config from_gguf(const gguf::File& file);
-};
-
-// An f32 vector: a view into the file, or a converted copy when the file stores another type.
-struct F32Vector {
-  const float* data = nullptr;
-  int64_t n = 0;
-};
-
-// A matrix plus the optional per-tensor ".scale" multiplier some quantized files carry.
-struct Matrix {
-  WeightView w;
-  float scale = 1.0f;
-  bool present() const { return w.data != nullptr; }
 };
 
 // n_expert matrices of rows x cols stored back to back ([cols, rows, n_expert]).

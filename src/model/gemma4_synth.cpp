@@ -119,76 +119,10 @@ Gemma4Config gemma4_preset(std::string_view name, int64_t n_layer) {
 
 namespace {
 
-// One tensor of the model: its shape, storage type and how its values are drawn.
-struct Spec {
-  std::string name;
-  std::vector<int64_t> ne;
-  GgmlType type = GgmlType::F32;
-  WeightInit init;
-};
+using Spec = SynthTensor;
 
-// "Uniform" types put every matrix in one type (what kernel tests want); any other name is a
-// llama-quantize file type (q4_k_m, q4_k_s, q5_k_m, q5_k_s, q4_1, q5_0, q5_1) and gets exactly
-// llama-quantize's per-tensor mix (quant/quant_mix.h).
-constexpr std::string_view kUniformTypes[] = {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_k", "q6_k"};
-
-uint64_t tensor_bytes(const Spec& s) {
-  int64_t rows = 1;
-  for (size_t d = 1; d < s.ne.size(); ++d) rows *= s.ne[d];
-  const TypeTraits& t = type_traits(s.type);
-  return static_cast<uint64_t>(rows) * static_cast<uint64_t>(s.ne[0] / t.block_size) * t.type_size;
-}
-
-bool is_uniform(std::string_view t) {
-  return std::find(std::begin(kUniformTypes), std::end(kUniformTypes), t) !=
-         std::end(kUniformTypes);
-}
-
-uint32_t file_type_for(std::string_view t) {
-  if (t == "f32") return 0;
-  if (t == "f16") return 1;
-  if (t == "bf16") return 32;
-  if (t == "q8_0") return 7;
-  if (t == "q4_0") return 2;
-  if (t == "q4_k") return 14;  // every matrix Q4_K: closest llama ftype is Q4_K_S
-  if (t == "q6_k") return 18;
-  if (auto f = file_type_from_name(t); f && *f != FileType::F32) return static_cast<uint32_t>(*f);
-  fail(
-      "synth: unknown weight type '{}' (f32 f16 bf16 q8_0 q4_0 q4_k q6_k, or a llama-quantize "
-      "type: {})",
-      t, file_type_names());
-}
-
-// Storage type of one matrix for a uniform type; rows that the type's block does not divide
-// fall back to Q8_0, then F16.
-GgmlType matrix_type(std::string_view file_type, int64_t ne0) {
-  GgmlType t = GgmlType::F32;
-  if (file_type == "f16") t = GgmlType::F16;
-  if (file_type == "bf16") t = GgmlType::BF16;
-  if (file_type == "q8_0") t = GgmlType::Q8_0;
-  if (file_type == "q4_0") t = GgmlType::Q4_0;
-  if (file_type == "q6_k") t = GgmlType::Q6_K;
-  if (file_type == "q4_k") t = GgmlType::Q4_K;
-  if (ne0 % type_traits(t).block_size != 0) t = ne0 % 32 == 0 ? GgmlType::Q8_0 : GgmlType::F16;
-  return t;
-}
-
-// llama-quantize's choice for every tensor of the model (all drawn as f32).
 void apply_quant_mix(std::vector<Spec>& specs, const Gemma4Config& c, std::string_view type) {
-  ModelDesc model;
-  model.arch = "gemma4";
-  model.n_layer = c.n_layer;
-  model.n_expert = c.n_expert;
-  for (const Spec& s : specs) {
-    TensorDesc d;
-    d.name = s.name;
-    d.type = GgmlType::F32;
-    for (size_t i = 0; i < s.ne.size(); ++i) d.ne[i] = s.ne[i];
-    model.tensors.push_back(std::move(d));
-  }
-  for (const TensorPlan& p : plan_quantization(model, *file_type_from_name(type))) {
-    specs[p.index].type = p.quantizable ? p.target : GgmlType::F32;
-  }
+  apply_synth_quant_mix(specs, "gemma4", c.n_layer, c.n_expert, type);
 }
 
 std::vector<Spec> build_specs(const Gemma4Config& c, std::string_view file_type,
@@ -197,7 +131,7 @@ std::vector<Spec> build_specs(const Gemma4Config& c, std::string_view file_type,
   const int64_t D = c.n_embd, L = c.n_layer, P = c.n_embd_per_layer;
   auto matrix = [&](std::string name, std::vector<int64_t> ne, double stddev = 0) {
     Spec s{std::move(name), std::move(ne), GgmlType::F32, {}};
-    s.type = matrix_type(file_type, s.ne[0]);
+    s.type = synth_matrix_type(file_type, s.ne[0]);
     s.init = WeightInit::normal(0.0, stddev > 0 ? stddev : 1.0 / std::sqrt(double(s.ne[0])));
     specs.push_back(std::move(s));
   };
@@ -274,7 +208,7 @@ std::vector<Spec> build_specs(const Gemma4Config& c, std::string_view file_type,
     }
     norm(n("layer_output_scale.weight"), 1, 1.0);
   }
-  if (!is_uniform(file_type)) apply_quant_mix(specs, c, file_type);
+  if (!synth_uniform_type(file_type)) apply_quant_mix(specs, c, file_type);
   return specs;
 }
 
@@ -314,7 +248,7 @@ namespace {
 Gemma4SynthStats prepare(const Gemma4Config& c, const Gemma4SynthOptions& options, gguf::Writer& w,
                          std::unique_ptr<ThreadPool>& pool) {
   check_config(c);
-  const uint32_t file_type = file_type_for(options.type);
+  const uint32_t file_type = synth_file_type(options.type);
 
   // Vocabulary first: it fixes n_vocab.
   SynthVocab vocab;
@@ -394,27 +328,7 @@ Gemma4SynthStats prepare(const Gemma4Config& c, const Gemma4SynthOptions& option
   }
   const bool random_blocks =
       options.random_blocks < 0 ? stats.n_params > 300'000'000 : options.random_blocks > 0;
-  for (const Spec& s : specs) {
-    const uint64_t tensor_seed = tensor_stream_seed(options.seed, s.name);
-    if (options.zero_weights) {
-      w.add_tensor(s.name, s.type, s.ne, [bytes = tensor_bytes(s)](gguf::TensorSink& sink) {
-        static const std::vector<uint8_t> zeros(size_t{1} << 20, 0);
-        for (uint64_t done = 0; done < bytes;) {
-          const size_t n = static_cast<size_t>(std::min<uint64_t>(zeros.size(), bytes - done));
-          sink.write(zeros.data(), n);
-          done += n;
-        }
-      });
-      continue;
-    }
-    w.add_tensor(s.name, s.type, s.ne,
-                 [s, tensor_seed, random_blocks, &pool](gguf::TensorSink& sink) {
-                   int64_t rows = 1;
-                   for (size_t d = 1; d < s.ne.size(); ++d) rows *= s.ne[d];
-                   write_weight_rows(s.type, s.init, tensor_seed, s.ne[0], rows, random_blocks,
-                                     pool.get(), sink);
-                 });
-  }
+  add_synth_tensors(w, specs, options.seed, random_blocks, options.zero_weights, pool);
   stats.n_tensors = specs.size();
   stats.file_bytes = w.file_size();
   stats.n_vocab = config.n_vocab;

@@ -1,72 +1,23 @@
 #include "model/qwen35.h"
 
+#include <algorithm>
+#include <cmath>
+#include <functional>
 #include <string>
 #include <string_view>
 
+#include "backend/cpu/causal_conv1d.h"
+#include "backend/cpu/delta_rule.h"
+#include "backend/cpu/gated_rms_norm.h"
+#include "backend/cpu/gdn_gates.h"
+#include "backend/cpu/imrope.h"
 #include "gguf/gguf.h"
+#include "model/gguf_metadata.h"
+#include "quant/dequantize.h"
+#include "runtime/thread_pool.h"
 #include "util/error.h"
 
 namespace boltrt {
-
-namespace {
-
-// Reads "qwen35.<name>" keys; a missing required key is one clear error naming the file and key.
-class Metadata {
- public:
-  explicit Metadata(const gguf::File& file) : file_(file) {}
-
-  std::string key(std::string_view name) const { return "qwen35." + std::string(name); }
-
-  int64_t required_int(std::string_view name) const {
-    auto v = file_.get_int(key(name));
-    if (!v) fail("{}: missing or non-integer key '{}'", file_.path(), key(name));
-    return *v;
-  }
-  int64_t optional_int(std::string_view name, int64_t fallback) const {
-    if (!file_.find(key(name))) return fallback;
-    return required_int(name);
-  }
-  float required_float(std::string_view name) const {
-    auto v = file_.get_float(key(name));
-    if (!v) fail("{}: missing or non-numeric key '{}'", file_.path(), key(name));
-    return static_cast<float>(*v);
-  }
-  float optional_float(std::string_view name, float fallback) const {
-    if (!file_.find(key(name))) return fallback;
-    return required_float(name);
-  }
-  // A key llama.cpp reads as "scalar, or array of exactly n values" (head_count,
-  // feed_forward_length, recurrent_layers, rope.dimension_sections).
-  std::vector<int64_t> ints(std::string_view name, int64_t n, bool required,
-                            int64_t fallback) const {
-    const std::string k = key(name);
-    const gguf::Value* value = file_.find(k);
-    if (!value) {
-      if (required) fail("{}: missing key '{}'", file_.path(), k);
-      return std::vector<int64_t>(static_cast<size_t>(n), fallback);
-    }
-    if (const gguf::Array* array = value->as_array()) {
-      if (static_cast<int64_t>(array->items.size()) != n) {
-        fail("{}: key '{}' has {} values, expected {}", file_.path(), k, array->items.size(), n);
-      }
-      std::vector<int64_t> out;
-      for (const gguf::Value& item : array->items) {
-        auto v = item.as_int();
-        if (!v) fail("{}: key '{}' holds a non-integer value", file_.path(), k);
-        out.push_back(*v);
-      }
-      return out;
-    }
-    auto v = value->as_int();
-    if (!v) fail("{}: key '{}' is not an integer", file_.path(), k);
-    return std::vector<int64_t>(static_cast<size_t>(n), *v);
-  }
-
- private:
-  const gguf::File& file_;
-};
-
-}  // namespace
 
 int64_t Qwen35Config::n_gdn_layers() const {
   int64_t n = 0;
@@ -104,7 +55,7 @@ Qwen35Config Qwen35Config::from_gguf(const gguf::File& file) {
   if (file.architecture() != "qwen35") {
     fail("{}: general.architecture is '{}', expected 'qwen35'", path, file.architecture());
   }
-  const Metadata meta(file);
+  const ArchMetadata meta(file, "qwen35");
   Qwen35Config c;
   c.n_ctx_train = meta.required_int("context_length");
   c.n_embd = meta.required_int("embedding_length");
@@ -123,13 +74,13 @@ Qwen35Config Qwen35Config::from_gguf(const gguf::File& file) {
   // FFN width is loader-optional in llama.cpp, but 0 gives tensors that cannot match (§2.1)
   c.n_ff = meta.ints("feed_forward_length", c.n_block, true, 0);
   c.n_head = meta.ints("attention.head_count", c.n_block, true, 0);
-  c.n_head_kv = file.find(meta.key("attention.head_count_kv"))
+  c.n_head_kv = meta.has("attention.head_count_kv")
                     ? meta.ints("attention.head_count_kv", c.n_block, true, 0)
                     : c.n_head;
 
   // layer schedule (§2.2): an explicit recurrent_layers list wins over the interval
   c.is_gdn.assign(static_cast<size_t>(c.n_block), false);
-  if (file.find(meta.key("attention.recurrent_layers"))) {
+  if (meta.has("attention.recurrent_layers")) {
     const auto rec = meta.ints("attention.recurrent_layers", c.n_block, true, 0);
     for (size_t i = 0; i < rec.size(); ++i) c.is_gdn[i] = rec[i] != 0;
   } else {
@@ -219,6 +170,366 @@ Qwen35Config Qwen35Config::from_gguf(const gguf::File& file) {
          c.ssm_d_inner, c.ssm_d_state, c.ssm_n_v_head);
   }
   return c;
+}
+
+// =============================================================================================
+// 2. Weight binding: every trunk tensor is a view into the mapped file, checked against its shape
+// =============================================================================================
+
+void Qwen35State::clear() {
+  std::fill(conv.begin(), conv.end(), 0.0f);
+  std::fill(delta.begin(), delta.end(), 0.0f);
+}
+
+std::unique_ptr<Qwen35Model> Qwen35Model::load(const std::string& path) {
+  return std::make_unique<Qwen35Model>(gguf::File::open(path));
+}
+
+Qwen35Model::~Qwen35Model() = default;
+
+Qwen35Model::Qwen35Model(std::unique_ptr<gguf::File> file) : file_(std::move(file)) {
+  config_ = Qwen35Config::from_gguf(*file_);
+  const Qwen35Config& c = config_;
+  const std::string& path = file_->path();
+  const TensorBinder bind(*file_, converted_, lane_packs_);
+  const int64_t D = c.n_embd, hd = c.head_dim, dk = c.ssm_d_state;
+  const int64_t Hv = c.ssm_n_v_head, C = c.conv_channels();
+
+  const gguf::TensorInfo* embd = bind.find("token_embd.weight");
+  if (!embd) fail("{}: missing tensor 'token_embd.weight'", path);
+  n_vocab_ = embd->ne[1];
+  if (const gguf::Array* tokens = file_->get_array("tokenizer.ggml.tokens")) {
+    if (static_cast<int64_t>(tokens->items.size()) != n_vocab_) {
+      fail("{}: tokenizer has {} tokens but token_embd.weight has {} rows", path,
+           tokens->items.size(), n_vocab_);
+    }
+  }
+  token_embd_ = bind.view(*bind.get("token_embd.weight", {D, n_vocab_}, true));
+  output_ = bind.matrix("output", D, n_vocab_, false);
+  if (!output_.present()) {  // tied head
+    output_.w = token_embd_;
+    lane_packs_.pack(output_.w);
+  }
+  output_norm_ = bind.vector("output_norm.weight", D, true);
+
+  layers_.resize(static_cast<size_t>(c.n_layer));
+  int64_t n_kv = 0, n_gdn = 0;
+  for (int64_t il = 0; il < c.n_layer; ++il) {
+    const auto s = static_cast<size_t>(il);
+    Qwen35Layer& l = layers_[s];
+    const std::string p = "blk." + std::to_string(il) + ".";
+    const int64_t n_ff = c.n_ff[s];
+    l.attn_norm = bind.vector(p + "attn_norm.weight", D, true);
+    l.post_attention_norm = bind.vector(p + "post_attention_norm.weight", D, true);
+    l.ffn_gate = bind.matrix(p + "ffn_gate", D, n_ff, true);
+    l.ffn_up = bind.matrix(p + "ffn_up", D, n_ff, true);
+    l.ffn_down = bind.matrix(p + "ffn_down", n_ff, D, true);
+    if (bind.find(p + "ffn_gate_inp.weight")) {
+      fail("{}: layer {} has a router (ffn_gate_inp): a qwen35moe file, not dense qwen35", path,
+           il);
+    }
+    if (c.is_gdn[s]) {
+      layer_slot_.push_back(n_gdn++);
+      l.attn_qkv = bind.matrix(p + "attn_qkv", D, C, true);
+      l.attn_gate = bind.matrix(p + "attn_gate", D, Hv * dk, true);
+      l.ssm_beta = bind.matrix(p + "ssm_beta", D, Hv, true);
+      l.ssm_alpha = bind.matrix(p + "ssm_alpha", D, Hv, true);
+      l.ssm_conv1d = bind.values(p + "ssm_conv1d.weight", {c.conv_kernel, C}, true);
+      l.ssm_dt_bias = bind.vector(p + "ssm_dt.bias", Hv, true);
+      l.ssm_a = bind.vector(p + "ssm_a", Hv, true);
+      l.ssm_norm = bind.vector(p + "ssm_norm.weight", dk, true);
+      l.ssm_out = bind.matrix(p + "ssm_out", Hv * dk, D, true);
+    } else {
+      layer_slot_.push_back(n_kv++);
+      const int64_t H = c.n_head[s], Hkv = c.n_head_kv[s];
+      l.attn_q = bind.matrix(p + "attn_q", D, 2 * H * hd, true);
+      l.attn_k = bind.matrix(p + "attn_k", D, Hkv * hd, true);
+      l.attn_v = bind.matrix(p + "attn_v", D, Hkv * hd, true);
+      l.attn_output = bind.matrix(p + "attn_output", H * hd, D, true);
+      l.attn_q_norm = bind.vector(p + "attn_q_norm.weight", hd, true);
+      l.attn_k_norm = bind.vector(p + "attn_k_norm.weight", hd, true);
+    }
+  }
+}
+
+std::vector<KvLayerSpec> Qwen35Model::kv_layout() const {
+  std::vector<KvLayerSpec> specs;
+  for (int64_t il = 0; il < config_.n_layer; ++il) {
+    const auto s = static_cast<size_t>(il);
+    if (config_.is_gdn[s]) continue;
+    KvLayerSpec spec;
+    spec.row_size = config_.n_head_kv[s] * config_.head_dim;
+    specs.push_back(spec);
+  }
+  return specs;
+}
+
+Qwen35State Qwen35Model::new_state() const {
+  const Qwen35Config& c = config_;
+  Qwen35State st;
+  st.conv.assign(static_cast<size_t>(c.n_gdn_layers() * c.conv_channels() * (c.conv_kernel - 1)),
+                 0.0f);
+  st.delta.assign(
+      static_cast<size_t>(c.n_gdn_layers() * c.ssm_n_v_head * c.ssm_d_state * c.ssm_d_state), 0.0f);
+  return st;
+}
+
+// =============================================================================================
+// 3. Forward pass (§4)
+// =============================================================================================
+namespace {
+
+float* sized(std::vector<float>& v, int64_t n) {
+  if (static_cast<int64_t>(v.size()) < n) v.resize(static_cast<size_t>(n));
+  return v.data();
+}
+
+// y[n][rows] = x[n][cols] · Wᵀ (times the tensor's scale2 when it has one)
+void linear(const Matrix& m, const float* x, int64_t n, float* y, ThreadPool* pool) {
+  matmul(m.w, x, n, y, pool);
+  if (m.scale != 1.0f) {
+    for (int64_t i = 0; i < n * m.w.rows; ++i) y[i] *= m.scale;
+  }
+}
+
+float sigmoid(float x) {
+  return 1.0f / (1.0f + std::exp(-x));
+}
+
+float silu(float x) {
+  return x / (1.0f + std::exp(-x));
+}
+
+void run(ThreadPool* pool, int64_t n, const std::function<void(int64_t, int64_t, int)>& work) {
+  if (pool && n > 1) {
+    pool->parallel_for(n, 1, work);
+  } else {
+    work(0, n, 0);
+  }
+}
+
+}  // namespace
+
+void Qwen35Model::forward(const int32_t* tokens, int64_t n, int64_t pos0, KvCache& kv,
+                          Qwen35State& state, Qwen35Workspace& ws, ThreadPool* pool, float* logits,
+                          bool all_logits) const {
+  const Qwen35Config& c = config_;
+  const int64_t D = c.n_embd, V = n_vocab_;
+  const float eps = c.rms_eps;
+  if (n <= 0) fail("forward: {} tokens", n);
+  if (n > kv.max_batch()) fail("forward: {} tokens exceed the batch size {}", n, kv.max_batch());
+  if (pos0 + n > kv.n_ctx()) {
+    fail("forward: positions up to {} exceed the context of {}", pos0 + n, kv.n_ctx());
+  }
+  if (state.conv.size() != new_state().conv.size() ||
+      state.delta.size() != new_state().delta.size()) {
+    fail("forward: the recurrent state does not belong to this model");
+  }
+  for (int64_t t = 0; t < n; ++t) {
+    if (tokens[t] < 0 || tokens[t] >= V) {
+      fail("token id {} outside the vocabulary [0, {})", tokens[t], V);
+    }
+  }
+
+  // --- 4.1 embeddings: h = token_embd[tok], no scaling                          h [n][D]
+  float* h = sized(ws.h, n * D);
+  for (int64_t t = 0; t < n; ++t) {
+    dequantize_row(token_embd_.type,
+                   static_cast<const uint8_t*>(token_embd_.data) +
+                       static_cast<size_t>(tokens[t]) * token_embd_.row_stride,
+                   h + t * D, D);
+  }
+
+  // --- 4.3 IMROPE angles per token (text: T, H, W streams at p, E unrotated)   [n][n_rot/2]
+  const int64_t half = c.n_rot / 2;
+  float* rope_cos = sized(ws.rope_cos, n * half);
+  float* rope_sin = sized(ws.rope_sin, n * half);
+  for (int64_t t = 0; t < n; ++t) {
+    cpu::imrope_text_angles(pos0 + t, c.n_rot, c.rope_base, c.rope_sections, rope_cos + t * half,
+                            rope_sin + t * half);
+  }
+
+  float* a = sized(ws.a, n * D);
+  float* o = sized(ws.o, n * D);
+  for (int64_t il = 0; il < c.n_layer; ++il) {
+    const auto s = static_cast<size_t>(il);
+    const Qwen35Layer& layer = layers_[s];
+    // token mixer on RMSNorm(h): a -> o                                          [n][D]
+    for (int64_t t = 0; t < n; ++t)
+      cpu::rms_norm(h + t * D, layer.attn_norm.data, D, eps, a + t * D);
+    if (c.is_gdn[s]) {
+      delta_net_layer(il, layer_slot_[s], n, state, ws, pool);
+    } else {
+      attention_layer(il, layer_slot_[s], n, pos0, kv, ws, pool);
+    }
+    for (int64_t i = 0; i < n * D; ++i) h[i] += o[i];
+
+    // SwiGLU FFN on RMSNorm(h) (post_attention_norm is the pre-FFN norm)
+    const int64_t n_ff = c.n_ff[s];
+    for (int64_t t = 0; t < n; ++t) {
+      cpu::rms_norm(h + t * D, layer.post_attention_norm.data, D, eps, a + t * D);
+    }
+    float* gate = sized(ws.gate, n * n_ff);
+    float* up = sized(ws.big, n * n_ff);
+    linear(layer.ffn_gate, a, n, gate, pool);  // [n][n_ff]
+    linear(layer.ffn_up, a, n, up, pool);
+    cpu::silu_mul(gate, up, gate, n * n_ff);
+    linear(layer.ffn_down, gate, n, o, pool);  // [n][D]
+    for (int64_t i = 0; i < n * D; ++i) h[i] += o[i];
+  }
+
+  // --- output: final norm and head, only for the rows asked for
+  if (!logits) return;
+  const int64_t rows = all_logits ? n : 1;
+  const float* from = all_logits ? h : h + (n - 1) * D;
+  float* hn = sized(ws.last, rows * D);
+  for (int64_t r = 0; r < rows; ++r) {
+    cpu::rms_norm(from + r * D, output_norm_.data, D, eps, hn + r * D);
+  }
+  linear(output_, hn, rows, logits, pool);  // [rows][V]
+}
+
+// §4.2 gated full attention of ws.a [n][D] into ws.o [n][D]
+void Qwen35Model::attention_layer(int64_t il, int64_t kv_layer, int64_t n, int64_t pos0,
+                                  KvCache& kv, Qwen35Workspace& ws, ThreadPool* pool) const {
+  const Qwen35Config& c = config_;
+  const Qwen35Layer& layer = layers_[static_cast<size_t>(il)];
+  const int64_t H = c.n_head[static_cast<size_t>(il)], Hkv = c.n_head_kv[static_cast<size_t>(il)];
+  const int64_t hd = c.head_dim, half = c.n_rot / 2;
+  const float eps = c.rms_eps;
+
+  // q and gate interleaved per head: [n][H][2][hd] -> q [n][H·hd], gate [n][H·hd]
+  float* qg = sized(ws.big, n * 2 * H * hd);
+  linear(layer.attn_q, ws.a.data(), n, qg, pool);
+  float* q = sized(ws.q, n * H * hd);
+  float* gate = sized(ws.gate, n * H * hd);
+  for (int64_t t = 0; t < n; ++t) {
+    for (int64_t head = 0; head < H; ++head) {
+      const float* src = qg + (t * H + head) * 2 * hd;
+      std::copy(src, src + hd, q + (t * H + head) * hd);
+      std::copy(src + hd, src + 2 * hd, gate + (t * H + head) * hd);
+    }
+  }
+  float* k = sized(ws.k, n * Hkv * hd);
+  float* v = sized(ws.v, n * Hkv * hd);
+  linear(layer.attn_k, ws.a.data(), n, k, pool);  // [n][Hkv·hd]
+  linear(layer.attn_v, ws.a.data(), n, v, pool);
+  cpu::rms_norm_rows(q, n * H, hd, layer.attn_q_norm.data, eps);  // per head, then RoPE
+  cpu::rms_norm_rows(k, n * Hkv, hd, layer.attn_k_norm.data, eps);
+  for (int64_t t = 0; t < n; ++t) {
+    const float* cs = ws.rope_cos.data() + t * half;
+    const float* sn = ws.rope_sin.data() + t * half;
+    cpu::rope_neox(q + t * H * hd, H, hd, c.n_rot, cs, sn);
+    cpu::rope_neox(k + t * Hkv * hd, Hkv, hd, c.n_rot, cs, sn);
+    kv.write(static_cast<int32_t>(kv_layer), pos0 + t, k + t * Hkv * hd, v + t * Hkv * hd);
+  }
+
+  // causal softmax(q·k / sqrt(hd)) · v over cached + new positions, keys read in chunks
+  const int64_t kv_end = pos0 + n;
+  const int64_t chunk = std::min<int64_t>(kv_end, std::max<int64_t>(1, ws.attention_chunk));
+  float* k_all = sized(ws.k_all, chunk * Hkv * hd);
+  float* v_all = sized(ws.v_all, chunk * Hkv * hd);
+  float* attn = sized(ws.attn, n * H * hd);
+  ws.attention.begin(n, H, hd);
+  for (int64_t b = 0; b < kv_end; b += chunk) {
+    const int64_t e = std::min(kv_end, b + chunk);
+    kv.read(static_cast<int32_t>(kv_layer), b, e, k_all, v_all);
+    ws.attention.add(q, pos0, k_all, v_all, e - b, b, Hkv, /*window=*/0,
+                     1.0f / std::sqrt(static_cast<float>(hd)), pool);
+  }
+  ws.attention.finish(attn);
+  for (int64_t i = 0; i < n * H * hd; ++i) attn[i] *= sigmoid(gate[i]);  // output gate
+  linear(layer.attn_output, attn, n, ws.o.data(), pool);                 // [n][D]
+}
+
+// §4.4 Gated DeltaNet of ws.a [n][D] into ws.o [n][D], advancing GDN state slot `gdn`
+void Qwen35Model::delta_net_layer(int64_t il, int64_t gdn, int64_t n, Qwen35State& state,
+                                  Qwen35Workspace& ws, ThreadPool* pool) const {
+  const Qwen35Config& c = config_;
+  const Qwen35Layer& layer = layers_[static_cast<size_t>(il)];
+  const int64_t C = c.conv_channels(), Kc = c.conv_kernel;
+  const int64_t Hk = c.ssm_n_k_head, Hv = c.ssm_n_v_head, dk = c.ssm_d_state, dv = dk;
+  const float eps = c.rms_eps;
+  const float* x = ws.a.data();
+
+  // projections: m [n][C] (conv input), z [n][Hv·dv], alpha and beta [n][Hv] each
+  float* m = sized(ws.big, n * C);
+  float* z = sized(ws.z, n * Hv * dv);
+  float* alpha = sized(ws.ab, 2 * n * Hv);
+  float* beta_in = alpha + n * Hv;
+  linear(layer.attn_qkv, x, n, m, pool);
+  linear(layer.attn_gate, x, n, z, pool);
+  linear(layer.ssm_alpha, x, n, alpha, pool);
+  linear(layer.ssm_beta, x, n, beta_in, pool);
+
+  // gates per (token, value head), stored head-major [Hv][n] for the per-head recurrence
+  float* gamma = sized(ws.gamma, Hv * n);
+  float* beta = sized(ws.beta, Hv * n);
+  {
+    std::vector<float> g_t(static_cast<size_t>(Hv)), b_t(static_cast<size_t>(Hv));
+    for (int64_t t = 0; t < n; ++t) {
+      cpu::gdn_gates(alpha + t * Hv, beta_in + t * Hv, layer.ssm_dt_bias.data, layer.ssm_a.data, Hv,
+                     g_t.data(), b_t.data());
+      for (int64_t hv = 0; hv < Hv; ++hv) {
+        gamma[hv * n + t] = g_t[static_cast<size_t>(hv)];
+        beta[hv * n + t] = b_t[static_cast<size_t>(hv)];
+      }
+    }
+  }
+
+  // causal depthwise conv over time with the carried window, then SiLU: u [n][C] (in ws.q)
+  float* u = sized(ws.q, n * C);
+  float* conv_state = state.conv.data() + gdn * C * (Kc - 1);
+  run(pool, C, [&](int64_t b, int64_t e, int) {
+    cpu::causal_conv1d(n, Kc, b, e, m, C, layer.ssm_conv1d.data, conv_state, u, C);
+  });
+  for (int64_t i = 0; i < n * C; ++i) u[i] = silu(u[i]);
+
+  // L2-normalised q and k heads; v is used as it is
+  for (int64_t t = 0; t < n; ++t) {
+    for (int64_t g = 0; g < 2 * Hk; ++g)
+      cpu::l2_norm(u + t * C + g * dk, dk, eps, u + t * C + g * dk);
+  }
+
+  // gated delta rule per value head h, paired with key head h mod Hk (tiled order, §3.6),
+  // token by token: o [n][Hv·dv] (in ws.attn)
+  float* out = sized(ws.attn, n * Hv * dv);
+  const float q_scale = 1.0f / std::sqrt(static_cast<float>(dk));
+  float* delta_state = state.delta.data() + gdn * Hv * dk * dv;
+  run(pool, Hv, [&](int64_t b, int64_t e, int) {
+    for (int64_t hv = b; hv < e; ++hv) {
+      const int64_t g = hv % Hk;
+      cpu::DeltaRuleHead head;
+      head.n = n;
+      head.dk = dk;
+      head.dv = dv;
+      head.q = u + g * dk;
+      head.k = u + Hk * dk + g * dk;
+      head.v = u + 2 * Hk * dk + hv * dv;
+      head.q_stride = head.k_stride = head.v_stride = C;
+      head.g = gamma + hv * n;
+      head.beta = beta + hv * n;
+      head.state = delta_state + hv * dk * dv;
+      head.out = out + hv * dv;
+      head.out_stride = Hv * dv;
+      cpu::delta_rule_recurrent(head);
+      // the query scale 1/sqrt(dk), applied to the output as llama.cpp does (the same value,
+      // linear, but rounded where llama.cpp rounds it)
+      for (int64_t t = 0; t < n; ++t) {
+        float* o = out + t * Hv * dv + hv * dv;
+        for (int64_t j = 0; j < dv; ++j) o[j] *= q_scale;
+      }
+    }
+  });
+
+  // gated RMSNorm per head: RMSNorm(o, ssm_norm) ⊙ SiLU(z), then the out-projection
+  for (int64_t t = 0; t < n; ++t) {
+    for (int64_t hv = 0; hv < Hv; ++hv) {
+      float* oh = out + (t * Hv + hv) * dv;
+      cpu::gated_rms_norm(oh, z + (t * Hv + hv) * dv, layer.ssm_norm.data, dv, eps, oh);
+    }
+  }
+  linear(layer.ssm_out, out, n, ws.o.data(), pool);  // [n][D]
 }
 
 }  // namespace boltrt

@@ -5,17 +5,28 @@
 //   1. Qwen35Config::from_gguf   metadata -> hyper-parameters and the layer schedule, with the
 //                                checks llama.cpp imposes (§2.4), so a file llama.cpp refuses is
 //                                refused here with one clear error.
+//   2. Qwen35Model (load)        tensor binding: views into the mmapped file, shapes checked
+//   3. Qwen35Model::forward      the forward pass, straight-line (§4)
+// Shapes in comments are in ggml order [ne0, ne1]: a matrix [in, out] maps in -> out; activation
+// buffers are written [n][width] (token-major).
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <memory>
+#include <string>
 #include <vector>
+
+#include "backend/cpu/ops.h"
+#include "model/weights.h"
+#include "runtime/kv_cache.h"
 
 namespace boltrt {
 
 namespace gguf {
 class File;
 }
+class ThreadPool;
 
 struct Qwen35Config {
   int64_t n_embd = 0;       // D
@@ -58,6 +69,89 @@ struct Qwen35Config {
   int64_t kv_bytes_per_token(int64_t bytes_per_element) const;
 
   static Qwen35Config from_gguf(const gguf::File& file);
+};
+
+struct Qwen35Layer {
+  F32Vector attn_norm;            // [D] before the token mixer
+  F32Vector post_attention_norm;  // [D] before the FFN (despite its name)
+  Matrix ffn_gate, ffn_up;        // [D, n_ff]
+  Matrix ffn_down;                // [n_ff, D]
+  // gated full attention (§4.2)
+  Matrix attn_q;                       // [D, 2·H·hd]: per head h, [q_h | gate_h]
+  Matrix attn_k, attn_v;               // [D, Hkv·hd]
+  Matrix attn_output;                  // [H·hd, D]
+  F32Vector attn_q_norm, attn_k_norm;  // [hd], shared by all heads
+  // Gated DeltaNet (§4.4)
+  Matrix attn_qkv;        // [D, C] conv input m, channels [q | k | v]
+  Matrix attn_gate;       // [D, Hv·dv] z
+  Matrix ssm_beta;        // [D, Hv]
+  Matrix ssm_alpha;       // [D, Hv]
+  F32Vector ssm_conv1d;   // [Kc, C]: channel c's Kc taps contiguous, tap Kc−1 = current token
+  F32Vector ssm_dt_bias;  // [Hv]
+  F32Vector ssm_a;        // [Hv], −exp(A_log): already negative
+  F32Vector ssm_norm;     // [dv] gated RMSNorm weight (stored raw, no +1)
+  Matrix ssm_out;         // [Hv·dv, D]
+};
+
+// The recurrent part of one sequence (§5.1), F32, for every trunk GDN layer in order: the conv
+// window (the last Kc−1 raw inputs per channel, llama.cpp's [Kc−1, C] layout: state[c·(Kc−1) + j],
+// oldest first) and Hv delta states of dk × dv (row = key dim). A fresh sequence is all zeros.
+struct Qwen35State {
+  std::vector<float> conv;   // n_gdn × C × (Kc−1)
+  std::vector<float> delta;  // n_gdn × Hv × dk × dv
+  void clear();
+  size_t bytes() const { return (conv.size() + delta.size()) * sizeof(float); }
+};
+
+// Scratch memory of one forward call (reused between calls).
+struct Qwen35Workspace {
+  int64_t attention_chunk = 2048;  // keys per attention pass (bounds the f32 copy of K/V)
+  std::vector<float> h, a, o, big, gate, z, ab, gamma, beta, q, k, v, attn, k_all, v_all;
+  std::vector<float> rope_cos, rope_sin, last;
+  cpu::AttentionAccumulator attention;
+};
+
+class Qwen35Model {
+ public:
+  // Opens and maps a GGUF file (no copy of the weights) and binds every trunk tensor. A file
+  // that is not a usable qwen35 model is one boltrt::Error naming the file and the problem.
+  static std::unique_ptr<Qwen35Model> load(const std::string& path);
+  explicit Qwen35Model(std::unique_ptr<gguf::File> file);
+  ~Qwen35Model();
+
+  const Qwen35Config& config() const { return config_; }
+  const gguf::File& file() const { return *file_; }
+  int64_t n_vocab() const { return n_vocab_; }
+  // One KV layer per trunk full-attention layer, in layer order (GDN layers have none).
+  std::vector<KvLayerSpec> kv_layout() const;
+  // A zeroed recurrent state of the right size.
+  Qwen35State new_state() const;
+
+  // Runs n tokens at positions pos0 .. pos0+n−1 of one sequence whose KV cache holds [0, pos0)
+  // and whose recurrent state is that after token pos0−1; writes their K/V and advances `state`
+  // past them. Logits (n_vocab per row) of the last token, or of every token when all_logits,
+  // into `logits` (null: none). n ≤ kv.max_batch(). Does not change kv.n_past().
+  // The GDN recurrence runs token by token and every other step is per token or batch-invariant,
+  // so a token's bits do not depend on how a prompt is split into calls or on the thread count.
+  void forward(const int32_t* tokens, int64_t n, int64_t pos0, KvCache& kv, Qwen35State& state,
+               Qwen35Workspace& ws, ThreadPool* pool, float* logits, bool all_logits) const;
+
+ private:
+  void attention_layer(int64_t il, int64_t kv_layer, int64_t n, int64_t pos0, KvCache& kv,
+                       Qwen35Workspace& ws, ThreadPool* pool) const;
+  void delta_net_layer(int64_t il, int64_t gdn, int64_t n, Qwen35State& state, Qwen35Workspace& ws,
+                       ThreadPool* pool) const;
+
+  std::unique_ptr<gguf::File> file_;
+  Qwen35Config config_;
+  int64_t n_vocab_ = 0;
+  std::vector<std::vector<float>> converted_;  // owned f32 copies of non-f32 vectors
+  LanePacks lane_packs_;
+  WeightView token_embd_;            // [D, V]
+  Matrix output_;                    // [D, V] (token_embd when absent: tied)
+  F32Vector output_norm_;            // [D]
+  std::vector<Qwen35Layer> layers_;  // trunk layers only (MTP blocks are not run)
+  std::vector<int64_t> layer_slot_;  // per trunk layer: its KV layer or its GDN state index
 };
 
 }  // namespace boltrt

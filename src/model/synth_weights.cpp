@@ -5,7 +5,9 @@
 #include <cstring>
 #include <vector>
 
+#include "gguf/gguf_writer.h"
 #include "quant/fp16.h"
+#include "quant/quant_mix.h"
 #include "quant/quantize.h"
 #include "runtime/thread_pool.h"
 #include "util/error.h"
@@ -207,6 +209,93 @@ void write_weight_rows(GgmlType type, const WeightInit& init, uint64_t tensor_se
       work(0, nr, 0);
     }
     sink.write(buffer.data(), static_cast<size_t>(nr) * row_bytes);
+  }
+}
+
+namespace {
+constexpr std::string_view kUniformTypes[] = {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_k", "q6_k"};
+}  // namespace
+
+bool synth_uniform_type(std::string_view t) {
+  return std::find(std::begin(kUniformTypes), std::end(kUniformTypes), t) !=
+         std::end(kUniformTypes);
+}
+
+uint32_t synth_file_type(std::string_view t) {
+  if (t == "f32") return 0;
+  if (t == "f16") return 1;
+  if (t == "bf16") return 32;
+  if (t == "q8_0") return 7;
+  if (t == "q4_0") return 2;
+  if (t == "q4_k") return 14;  // every matrix Q4_K: closest llama ftype is Q4_K_S
+  if (t == "q6_k") return 18;
+  if (auto f = file_type_from_name(t); f && *f != FileType::F32) return static_cast<uint32_t>(*f);
+  fail(
+      "synth: unknown weight type '{}' (f32 f16 bf16 q8_0 q4_0 q4_k q6_k, or a llama-quantize "
+      "type: {})",
+      t, file_type_names());
+}
+
+GgmlType synth_matrix_type(std::string_view file_type, int64_t ne0) {
+  GgmlType t = GgmlType::F32;
+  if (file_type == "f16") t = GgmlType::F16;
+  if (file_type == "bf16") t = GgmlType::BF16;
+  if (file_type == "q8_0") t = GgmlType::Q8_0;
+  if (file_type == "q4_0") t = GgmlType::Q4_0;
+  if (file_type == "q6_k") t = GgmlType::Q6_K;
+  if (file_type == "q4_k") t = GgmlType::Q4_K;
+  if (ne0 % type_traits(t).block_size != 0) t = ne0 % 32 == 0 ? GgmlType::Q8_0 : GgmlType::F16;
+  return t;
+}
+
+uint64_t synth_tensor_bytes(const SynthTensor& s) {
+  int64_t rows = 1;
+  for (size_t d = 1; d < s.ne.size(); ++d) rows *= s.ne[d];
+  const TypeTraits& t = type_traits(s.type);
+  return static_cast<uint64_t>(rows) * static_cast<uint64_t>(s.ne[0] / t.block_size) * t.type_size;
+}
+
+void apply_synth_quant_mix(std::vector<SynthTensor>& tensors, std::string_view arch,
+                           int64_t n_layer, int64_t n_expert, std::string_view type) {
+  ModelDesc model;
+  model.arch = std::string(arch);
+  model.n_layer = n_layer;
+  model.n_expert = n_expert;
+  for (const SynthTensor& s : tensors) {
+    TensorDesc d;
+    d.name = s.name;
+    d.type = GgmlType::F32;
+    for (size_t i = 0; i < s.ne.size(); ++i) d.ne[i] = s.ne[i];
+    model.tensors.push_back(std::move(d));
+  }
+  for (const TensorPlan& p : plan_quantization(model, *file_type_from_name(type))) {
+    tensors[p.index].type = p.quantizable ? p.target : GgmlType::F32;
+  }
+}
+
+void add_synth_tensors(gguf::Writer& w, const std::vector<SynthTensor>& tensors, uint64_t seed,
+                       bool random_blocks, bool zero_weights,
+                       const std::unique_ptr<ThreadPool>& pool) {
+  for (const SynthTensor& s : tensors) {
+    const uint64_t tensor_seed = tensor_stream_seed(seed, s.name);
+    if (zero_weights) {
+      w.add_tensor(s.name, s.type, s.ne, [bytes = synth_tensor_bytes(s)](gguf::TensorSink& sink) {
+        static const std::vector<uint8_t> zeros(size_t{1} << 20, 0);
+        for (uint64_t done = 0; done < bytes;) {
+          const size_t n = static_cast<size_t>(std::min<uint64_t>(zeros.size(), bytes - done));
+          sink.write(zeros.data(), n);
+          done += n;
+        }
+      });
+      continue;
+    }
+    w.add_tensor(s.name, s.type, s.ne,
+                 [s, tensor_seed, random_blocks, &pool](gguf::TensorSink& sink) {
+                   int64_t rows = 1;
+                   for (size_t d = 1; d < s.ne.size(); ++d) rows *= s.ne[d];
+                   write_weight_rows(s.type, s.init, tensor_seed, s.ne[0], rows, random_blocks,
+                                     pool.get(), sink);
+                 });
   }
 }
 

@@ -3,7 +3,10 @@
 // thread count.
 #pragma once
 #include <cstdint>
+#include <memory>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "gguf/gguf_writer.h"
 #include "quant/ggml_type.h"
@@ -47,5 +50,33 @@ void draw_row(const WeightInit& init, uint64_t tensor_seed, int64_t row, float* 
 // quantize_row (so a quantized model approximates the f32 model of the same seed).
 void write_weight_rows(GgmlType type, const WeightInit& init, uint64_t tensor_seed, int64_t ne0,
                        int64_t rows, bool random_blocks, ThreadPool* pool, gguf::TensorSink& sink);
+
+// One tensor of a synthetic model: its shape, storage type and how its values are drawn.
+struct SynthTensor {
+  std::string name;
+  std::vector<int64_t> ne;
+  GgmlType type = GgmlType::F32;
+  WeightInit init;
+};
+
+// Weight-type names of `boltrt synth --type`. "Uniform" types put every matrix in one type (what
+// kernel tests want): f32 f16 bf16 q8_0 q4_0 q4_k q6_k. Any other name is a llama-quantize file
+// type (q4_k_m, q4_k_s, q5_k_m, ...) and gets exactly llama-quantize's per-tensor mix.
+bool synth_uniform_type(std::string_view type);
+// general.file_type for a type name; throws boltrt::Error for an unknown name.
+uint32_t synth_file_type(std::string_view type);
+// Storage type of one matrix for a uniform type; rows that the type's block does not divide
+// fall back to Q8_0, then F16.
+GgmlType synth_matrix_type(std::string_view type, int64_t ne0);
+// Bytes of a tensor in its storage type.
+uint64_t synth_tensor_bytes(const SynthTensor& t);
+// llama-quantize's choice for every tensor (all drawn as f32) of a model of that architecture.
+void apply_synth_quant_mix(std::vector<SynthTensor>& tensors, std::string_view arch,
+                           int64_t n_layer, int64_t n_expert, std::string_view type);
+// Adds every tensor to `w`, produced lazily when the writer runs (rows from write_weight_rows,
+// or all-zero bytes when zero_weights). `pool` (may hold null) must outlive the writer's write().
+void add_synth_tensors(gguf::Writer& w, const std::vector<SynthTensor>& tensors, uint64_t seed,
+                       bool random_blocks, bool zero_weights,
+                       const std::unique_ptr<ThreadPool>& pool);
 
 }  // namespace boltrt::model

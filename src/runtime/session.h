@@ -9,17 +9,11 @@
 #include "model/gemma4.h"
 #include "runtime/kv_cache.h"
 #include "runtime/language_model.h"
+#include "runtime/session_options.h"
 
 namespace boltrt {
 
 class ThreadPool;
-
-struct SessionOptions {
-  int64_t n_ctx = 4096;   // positions this sequence can hold (clamped to the model's own)
-  int64_t n_batch = 512;  // micro-batch size for prompt processing
-  KvType kv_type = KvType::F16;
-  int64_t attention_chunk = 2048;  // keys per attention pass (bounds the f32 copy of K/V)
-};
 
 class Gemma4Session : public LanguageModel {
  public:

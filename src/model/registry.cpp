@@ -1,0 +1,46 @@
+#include "model/registry.h"
+
+#include "gguf/gguf.h"
+#include "model/qwen35.h"
+#include "runtime/qwen35_session.h"
+#include "util/error.h"
+
+namespace boltrt {
+
+namespace {
+
+// The architecture with its own runtime (CUDA, DFlash drafts, batched sequences).
+constexpr const char* kFullRuntime = "gemma4";
+
+class Qwen35Loaded : public LoadedModel {
+ public:
+  explicit Qwen35Loaded(std::unique_ptr<gguf::File> file)
+      : model_(std::make_unique<Qwen35Model>(std::move(file))) {}
+  const gguf::File& file() const override { return model_->file(); }
+  int64_t n_ctx_train() const override { return model_->config().n_ctx_train; }
+  std::unique_ptr<LanguageModel> new_session(const SessionOptions& options,
+                                             ThreadPool* pool) const override {
+    return std::make_unique<Qwen35Session>(*model_, options, pool);
+  }
+
+ private:
+  std::unique_ptr<Qwen35Model> model_;
+};
+
+}  // namespace
+
+std::vector<std::string> supported_architectures() {
+  return {kFullRuntime, "qwen35"};
+}
+
+std::unique_ptr<LoadedModel> load_generic_model(const std::string& path) {
+  auto file = gguf::File::open(path);
+  const std::string arch = file->architecture();
+  if (arch == kFullRuntime) return nullptr;
+  if (arch == "qwen35") return std::make_unique<Qwen35Loaded>(std::move(file));
+  std::string known;
+  for (const std::string& a : supported_architectures()) known += (known.empty() ? "" : ", ") + a;
+  fail("{}: architecture '{}' is not supported (supported: {})", path, arch, known);
+}
+
+}  // namespace boltrt
