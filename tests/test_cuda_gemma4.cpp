@@ -267,8 +267,11 @@ INSTANTIATE_TEST_SUITE_P(
         ModelCase{"a26b_shape_1l_f16", "26b-a4b", 1, "f16", 1e-2, false, KvType::F16, true},
         // Q8_0 KV cache: both backends quantize K and V with the same rounding, but inputs that
         // differ in the last bits can land on either side of a rounding step (1/127 of a
-        // block's largest value): ~1e-2 more error (tiny_f32_kv_q8_0 measured 9.5e-3)
-        ModelCase{"tiny_f32_kv_q8_0", "tiny", 0, "f32", 1e-2, false, KvType::Q8_0, false, true},
+        // block's largest value): ~1e-2 more error. tiny_f32_kv_q8_0 measured 9.5e-3 on a
+        // prompt of one repeated token and 1.01e-2 (prompt row 222, argmax agreeing on every
+        // row) on the random prompt, on the emulator: the bound is 2e-2, still half the
+        // quantized-weight case's.
+        ModelCase{"tiny_f32_kv_q8_0", "tiny", 0, "f32", 2e-2, false, KvType::Q8_0, false, true},
         ModelCase{"tiny_q8_0_kv_q8_0", "tiny", 0, "q8_0", 3e-2, false, KvType::Q8_0},
         ModelCase{"e4b_shape_q4_k_m_kv_q8_0", "e4b", 4, "q4_k_m", 3e-2, false, KvType::Q8_0}),
     case_name);
