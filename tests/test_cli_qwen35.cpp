@@ -50,7 +50,7 @@ TEST_F(CliQwen35, GreedyGenerateEqualsLlamaCompletion) {
   const auto doc = nlohmann::json::parse(ours.out);
   EXPECT_EQ(doc["n_tokens"].get<int>(), 24);
   const std::string bin = test::llama_ref_bin();
-  if (bin.empty()) GTEST_SKIP() << "llama-ref not built";
+  if (bin.empty()) GTEST_SKIP() << "llama-ref is not built (shared/tools/llama-ref/build.sh)";
   const auto theirs = test::run_command_split(
       quote(bin + "/llama-completion") + " -m " + quote(model_) + " -p " + quote(kPrompt) +
       " -n 24 --temp 0 -t 2 -ctk f32 -ctv f32 -fa off -no-cnv --no-display-prompt --no-warmup "

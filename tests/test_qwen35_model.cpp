@@ -14,8 +14,8 @@
 #include "gguf/gguf.h"
 #include "gguf/gguf_writer.h"
 #include "model/qwen35.h"
+#include "model/qwen35_session.h"
 #include "model/qwen35_synth.h"
-#include "runtime/qwen35_session.h"
 #include "runtime/thread_pool.h"
 #include "support/paths.h"
 

@@ -24,8 +24,8 @@
 #include <vector>
 
 #include "model/qwen35.h"
+#include "model/qwen35_session.h"
 #include "model/qwen35_synth.h"
-#include "runtime/qwen35_session.h"
 #include "runtime/thread_pool.h"
 #include "support/gemma4_golden.h"
 #include "support/paths.h"

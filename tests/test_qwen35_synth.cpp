@@ -91,7 +91,7 @@ TEST(Qwen35Synth, BadPresetIsOneClearError) {
 
 TEST(Qwen35Synth, LlamaCppLoadsIt) {
   const std::string bin = test::llama_ref_bin();
-  if (bin.empty()) GTEST_SKIP() << "llama-ref not built";
+  if (bin.empty()) GTEST_SKIP() << "llama-ref is not built (shared/tools/llama-ref/build.sh)";
   const std::string dir = test::scratch_dir("qwen35_synth_llama");
   model::Qwen35SynthConfig c = model::qwen35_preset("tiny");
   c.n_nextn = 1;

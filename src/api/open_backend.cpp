@@ -8,6 +8,7 @@
 #include "batch/sequence_batcher.h"
 #include "generate/reply_splitter.h"
 #include "generate/speculative.h"
+#include "gguf/gguf.h"
 #include "model/dflash.h"
 #include "model/gemma4.h"
 #include "model/registry.h"
@@ -88,18 +89,11 @@ namespace {
 
 // An architecture from the registry (model/registry.h): CPU sessions, interleaved when several
 // sequences run; no CUDA runtime and no draft.
-std::shared_ptr<ModelBackend> open_generic_backend(const std::string& path,
-                                                   std::shared_ptr<const LoadedModel> model,
+std::shared_ptr<ModelBackend> open_generic_backend(std::shared_ptr<const LoadedModel> model,
                                                    std::shared_ptr<ThreadPool> pool,
                                                    const BackendOptions& options, KvType kv_type) {
-  const std::string arch = model->file().architecture();
-  if (options.device == "cuda") {
-    fail("{}: --device cuda: boltrt has no CUDA runtime for architecture '{}' (use the CPU)", path,
-         arch);
-  }
-  if (!options.draft.empty()) {
-    fail("{}: --draft: speculative drafts are not supported for architecture '{}'", path, arch);
-  }
+  if (options.device == "cuda") model->fail_no_cuda();
+  if (!options.draft.empty()) model->fail_no_draft();
   SessionOptions session_options;
   session_options.n_ctx = options.context;
   if (model->n_ctx_train() > 0)
@@ -130,10 +124,11 @@ std::shared_ptr<ModelBackend> open_model_backend(const std::string& path,
 
   auto pool =
       std::make_shared<ThreadPool>(options.threads > 0 ? options.threads : physical_core_count());
-  if (std::shared_ptr<const LoadedModel> generic = load_generic_model(path)) {
-    return open_generic_backend(path, std::move(generic), std::move(pool), options, *kv_type);
+  std::unique_ptr<gguf::File> opened = gguf::File::open(path);
+  if (std::shared_ptr<const LoadedModel> generic = load_generic_model(opened)) {
+    return open_generic_backend(std::move(generic), std::move(pool), options, *kv_type);
   }
-  std::shared_ptr<const Gemma4Model> model = Gemma4Model::load(path);
+  std::shared_ptr<const Gemma4Model> model = std::make_shared<const Gemma4Model>(std::move(opened));
   SessionOptions session_options;
   session_options.n_ctx = options.context;
   if (model->config().n_ctx_train > 0)

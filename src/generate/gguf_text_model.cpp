@@ -155,10 +155,7 @@ class GgufTextModel : public TextModel {
   // The draft borrows these weights (embedding, output head) and runs on the same pool: no
   // second mapping of the target.
   std::unique_ptr<BlockDrafter> load_drafter(const std::string& path) const override {
-    if (!weights_) {
-      fail("{}: --draft: speculative drafts are not supported for architecture '{}'", file().path(),
-           file().architecture());
-    }
+    if (!weights_) generic_->fail_no_draft();
     std::shared_ptr<const DFlashDraft> draft = DFlashDraft::load(path, *weights_);
     return std::make_unique<DFlashDrafter>(std::move(draft), pool_.get());
   }
@@ -186,15 +183,13 @@ std::unique_ptr<TextModel> load_text_model(const TextModelOptions& options) {
   session.kv_type = *kv_type;
   if (options.n_batch > 0) session.n_batch = options.n_batch;
   auto pool = std::make_unique<ThreadPool>(std::max(1, options.threads));
-  if (std::unique_ptr<LoadedModel> generic = load_generic_model(options.path)) {
-    if (options.device == "cuda") {
-      fail("{}: --device cuda: boltrt has no CUDA runtime for architecture '{}' (use the CPU)",
-           options.path, generic->file().architecture());
-    }
+  std::unique_ptr<gguf::File> file = gguf::File::open(options.path);
+  if (std::unique_ptr<LoadedModel> generic = load_generic_model(file)) {
+    if (options.device == "cuda") generic->fail_no_cuda();
     if (options.on_progress) options.on_progress(1.0f);
     return std::make_unique<GgufTextModel>(std::move(generic), std::move(pool), session);
   }
-  auto weights = Gemma4Model::load(options.path);
+  auto weights = std::make_unique<Gemma4Model>(std::move(file));
   if (options.on_progress) options.on_progress(1.0f);
   std::shared_ptr<const CudaGemma4> cuda;
   if (resolve_device(options.device, *weights) == ComputeDevice::kCuda) {

@@ -292,14 +292,6 @@ void DFlashKv::truncate(int64_t n) {
 
 namespace {
 
-// y[n][rows] = x[n][cols] * W^T, times the tensor's scale when it has one.
-void linear(const Matrix& m, const float* x, int64_t n, float* y, ThreadPool* pool) {
-  matmul(m.w, x, n, y, pool);
-  if (m.scale != 1.0f) {
-    for (int64_t i = 0; i < n * m.w.rows; ++i) y[i] *= m.scale;
-  }
-}
-
 // Applies NEOX RoPE to n rows of n_heads heads, row r at position pos0 + r.
 void rope_rows(float* x, int64_t n, int64_t pos0, int64_t n_heads, const DFlashConfig& c) {
   std::vector<float> cos(static_cast<size_t>(c.n_rot / 2)), sin(cos.size());

@@ -256,19 +256,6 @@ std::vector<KvLayerSpec> Gemma4Model::kv_layout() const {
 // =============================================================================================
 namespace {
 
-float* sized(std::vector<float>& v, int64_t n) {
-  if (static_cast<int64_t>(v.size()) < n) v.resize(static_cast<size_t>(n));
-  return v.data();
-}
-
-// y[n][rows] = x[n][cols] * W^T, times the tensor's scale2 when it has one.
-void linear(const Matrix& m, const float* x, int64_t n, float* y, ThreadPool* pool) {
-  matmul(m.w, x, n, y, pool);
-  if (m.scale != 1.0f) {
-    for (int64_t i = 0; i < n * m.w.rows; ++i) y[i] *= m.scale;
-  }
-}
-
 void add(float* y, const float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += x[i];
 }

@@ -56,22 +56,11 @@ constexpr PresetRule kPresets[] = {
 }  // namespace
 
 std::vector<std::string> gemma4_preset_names() {
-  std::vector<std::string> names;
-  for (const PresetRule& p : kPresets) names.emplace_back(p.name);
-  return names;
+  return preset_names(kPresets);
 }
 
 Gemma4Config gemma4_preset(std::string_view name, int64_t n_layer) {
-  const PresetRule* rule = nullptr;
-  for (const PresetRule& p : kPresets) {
-    if (p.name == name) rule = &p;
-  }
-  if (!rule) {
-    std::string all;
-    for (const PresetRule& p : kPresets)
-      all += fmt::format("{}{}", all.empty() ? "" : ", ", p.name);
-    fail("unknown gemma4 preset '{}' (known: {})", name, all);
-  }
+  const PresetRule* rule = &find_preset(kPresets, "gemma4", name);
   const int64_t L = n_layer > 0 ? n_layer : rule->n_layer;
   if (L > 512) fail("gemma4 preset '{}': {} layers, llama.cpp allows at most 512", name, L);
   Gemma4Config c;

@@ -279,19 +279,6 @@ Qwen35State Qwen35Model::new_state() const {
 // =============================================================================================
 namespace {
 
-float* sized(std::vector<float>& v, int64_t n) {
-  if (static_cast<int64_t>(v.size()) < n) v.resize(static_cast<size_t>(n));
-  return v.data();
-}
-
-// y[n][rows] = x[n][cols] · Wᵀ (times the tensor's scale2 when it has one)
-void linear(const Matrix& m, const float* x, int64_t n, float* y, ThreadPool* pool) {
-  matmul(m.w, x, n, y, pool);
-  if (m.scale != 1.0f) {
-    for (int64_t i = 0; i < n * m.w.rows; ++i) y[i] *= m.scale;
-  }
-}
-
 float sigmoid(float x) {
   return 1.0f / (1.0f + std::exp(-x));
 }
@@ -424,17 +411,16 @@ void Qwen35Model::attention_layer(int64_t il, int64_t kv_layer, int64_t n, int64
     kv.write(static_cast<int32_t>(kv_layer), pos0 + t, k + t * Hkv * hd, v + t * Hkv * hd);
   }
 
-  // causal softmax(q·k / sqrt(hd)) · v over cached + new positions, keys read in chunks
+  // causal softmax(q·k / sqrt(hd)) · v over cached + new positions, keys read in place in the
+  // cache's format, in chunks at fixed positions (i * chunk) that bound each query's scores
   const int64_t kv_end = pos0 + n;
   const int64_t chunk = std::min<int64_t>(kv_end, std::max<int64_t>(1, ws.attention_chunk));
-  float* k_all = sized(ws.k_all, chunk * Hkv * hd);
-  float* v_all = sized(ws.v_all, chunk * Hkv * hd);
   float* attn = sized(ws.attn, n * H * hd);
   ws.attention.begin(n, H, hd);
   for (int64_t b = 0; b < kv_end; b += chunk) {
     const int64_t e = std::min(kv_end, b + chunk);
-    kv.read(static_cast<int32_t>(kv_layer), b, e, k_all, v_all);
-    ws.attention.add(q, pos0, k_all, v_all, e - b, b, Hkv, /*window=*/0,
+    const KvCache::View rows = kv.view(static_cast<int32_t>(kv_layer), b, e);
+    ws.attention.add(q, pos0, rows.k, rows.v, e - b, b, Hkv, /*window=*/0,
                      1.0f / std::sqrt(static_cast<float>(hd)), pool);
   }
   ws.attention.finish(attn);

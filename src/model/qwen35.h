@@ -105,8 +105,8 @@ struct Qwen35State {
 
 // Scratch memory of one forward call (reused between calls).
 struct Qwen35Workspace {
-  int64_t attention_chunk = 2048;  // keys per attention pass (bounds the f32 copy of K/V)
-  std::vector<float> h, a, o, big, gate, z, ab, gamma, beta, q, k, v, attn, k_all, v_all;
+  int64_t attention_chunk = 2048;  // keys per attention pass (bounds each query's scores)
+  std::vector<float> h, a, o, big, gate, z, ab, gamma, beta, q, k, v, attn;
   std::vector<float> rope_cos, rope_sin, last;
   cpu::AttentionAccumulator attention;
 };

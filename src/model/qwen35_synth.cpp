@@ -224,22 +224,11 @@ std::vector<SynthTensor> build_tensors(const Qwen35SynthConfig& c, std::string_v
 }  // namespace
 
 std::vector<std::string> qwen35_preset_names() {
-  std::vector<std::string> names;
-  for (const PresetRule& p : kPresets) names.emplace_back(p.name);
-  return names;
+  return preset_names(kPresets);
 }
 
 Qwen35SynthConfig qwen35_preset(std::string_view name, int64_t n_layer) {
-  const PresetRule* rule = nullptr;
-  for (const PresetRule& p : kPresets) {
-    if (p.name == name) rule = &p;
-  }
-  if (!rule) {
-    std::string all;
-    for (const PresetRule& p : kPresets)
-      all += fmt::format("{}{}", all.empty() ? "" : ", ", p.name);
-    fail("unknown qwen35 preset '{}' (known: {})", name, all);
-  }
+  const PresetRule* rule = &find_preset(kPresets, "qwen35", name);
   Qwen35SynthConfig c;
   c.preset = std::string(name);
   c.n_layer = n_layer > 0 ? n_layer : rule->n_layer;

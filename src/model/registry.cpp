@@ -2,7 +2,7 @@
 
 #include "gguf/gguf.h"
 #include "model/qwen35.h"
-#include "runtime/qwen35_session.h"
+#include "model/qwen35_session.h"
 #include "util/error.h"
 
 namespace boltrt {
@@ -33,14 +33,23 @@ std::vector<std::string> supported_architectures() {
   return {kFullRuntime, "qwen35"};
 }
 
-std::unique_ptr<LoadedModel> load_generic_model(const std::string& path) {
-  auto file = gguf::File::open(path);
+void LoadedModel::fail_no_cuda() const {
+  fail("{}: --device cuda: boltrt has no CUDA runtime for architecture '{}' (use the CPU)",
+       file().path(), file().architecture());
+}
+
+void LoadedModel::fail_no_draft() const {
+  fail("{}: --draft: speculative drafts are not supported for architecture '{}'", file().path(),
+       file().architecture());
+}
+
+std::unique_ptr<LoadedModel> load_generic_model(std::unique_ptr<gguf::File>& file) {
   const std::string arch = file->architecture();
   if (arch == kFullRuntime) return nullptr;
   if (arch == "qwen35") return std::make_unique<Qwen35Loaded>(std::move(file));
   std::string known;
   for (const std::string& a : supported_architectures()) known += (known.empty() ? "" : ", ") + a;
-  fail("{}: architecture '{}' is not supported (supported: {})", path, arch, known);
+  fail("{}: architecture '{}' is not supported (supported: {})", file->path(), arch, known);
 }
 
 }  // namespace boltrt

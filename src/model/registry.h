@@ -28,14 +28,18 @@ class LoadedModel {
   // A new sequence on the CPU. The model and pool must outlive it; pool may be null.
   virtual std::unique_ptr<LanguageModel> new_session(const SessionOptions& options,
                                                      ThreadPool* pool) const = 0;
+  // The one error each for what the generic path does not run: a CUDA device, a draft.
+  [[noreturn]] void fail_no_cuda() const;
+  [[noreturn]] void fail_no_draft() const;
 };
 
 // Every architecture boltrt runs.
 std::vector<std::string> supported_architectures();
 
-// Loads `path` when its architecture runs through LoadedModel; returns null when it is an
-// architecture with its own full runtime (callers load it with that runtime: Gemma4Model).
+// Loads the opened `file` when its architecture runs through LoadedModel (the model takes the
+// file); returns null and leaves `file` to the caller when it is the architecture with its own
+// full runtime (callers construct Gemma4Model from it: the file is opened and parsed once).
 // An architecture boltrt does not know is one clear error naming it and the supported ones.
-std::unique_ptr<LoadedModel> load_generic_model(const std::string& path);
+std::unique_ptr<LoadedModel> load_generic_model(std::unique_ptr<gguf::File>& file);
 
 }  // namespace boltrt

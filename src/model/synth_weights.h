@@ -10,6 +10,7 @@
 
 #include "gguf/gguf_writer.h"
 #include "quant/ggml_type.h"
+#include "util/error.h"
 
 namespace boltrt {
 class ThreadPool;
@@ -50,6 +51,25 @@ void draw_row(const WeightInit& init, uint64_t tensor_seed, int64_t row, float* 
 // quantize_row (so a quantized model approximates the f32 model of the same seed).
 void write_weight_rows(GgmlType type, const WeightInit& init, uint64_t tensor_seed, int64_t ne0,
                        int64_t rows, bool random_blocks, ThreadPool* pool, gguf::TensorSink& sink);
+
+// The rule named `name` in a preset table (rules with a `name` field); an unknown name is one
+// error listing the arch's known presets.
+template <class Rule, size_t N>
+const Rule& find_preset(const Rule (&rules)[N], std::string_view arch, std::string_view name) {
+  for (const Rule& r : rules) {
+    if (r.name == name) return r;
+  }
+  std::string all;
+  for (const Rule& r : rules) all += (all.empty() ? "" : ", ") + std::string(r.name);
+  fail("unknown {} preset '{}' (known: {})", arch, name, all);
+}
+
+template <class Rule, size_t N>
+std::vector<std::string> preset_names(const Rule (&rules)[N]) {
+  std::vector<std::string> names;
+  for (const Rule& r : rules) names.emplace_back(r.name);
+  return names;
+}
 
 // One tensor of a synthetic model: its shape, storage type and how its values are drawn.
 struct SynthTensor {

@@ -7,6 +7,18 @@
 
 namespace boltrt {
 
+void linear(const Matrix& m, const float* x, int64_t n, float* y, ThreadPool* pool) {
+  matmul(m.w, x, n, y, pool);
+  if (m.scale != 1.0f) {
+    for (int64_t i = 0; i < n * m.w.rows; ++i) y[i] *= m.scale;
+  }
+}
+
+float* sized(std::vector<float>& v, int64_t n) {
+  if (static_cast<int64_t>(v.size()) < n) v.resize(static_cast<size_t>(n));
+  return v.data();
+}
+
 const gguf::TensorInfo* TensorBinder::find(const std::string& name) const {
   return file_.find_tensor(name);
 }

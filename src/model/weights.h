@@ -10,6 +10,8 @@
 
 namespace boltrt {
 
+class ThreadPool;
+
 namespace gguf {
 class File;
 struct TensorInfo;
@@ -27,6 +29,12 @@ struct Matrix {
   float scale = 1.0f;
   bool present() const { return w.data != nullptr; }
 };
+
+// y[n][rows] = x[n][cols] · Wᵀ, times the tensor's scale when it has one.
+void linear(const Matrix& m, const float* x, int64_t n, float* y, ThreadPool* pool);
+
+// Grows a workspace vector to at least n floats (never shrinks it) and returns its data.
+float* sized(std::vector<float>& v, int64_t n);
 
 // Binds tensors of one file. Converted f32 copies go to `converted`, packed copies of small
 // matrices to `packs` (both owned by the model and outliving the views).

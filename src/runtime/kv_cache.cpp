@@ -62,18 +62,12 @@ KvCache::KvCache(std::vector<KvLayerSpec> layers, int64_t n_ctx, int64_t max_bat
         l.row_bytes = static_cast<size_t>(l.spec.row_size) * 2;
         break;
       case KvType::Q8_0:
+      case KvType::Q4_0:  // blocks of 32 values: 34 bytes (q8_0) or 18 (q4_0)
         if (l.spec.row_size % 32 != 0) {
-          fail("KV cache: q8_0 needs rows of a multiple of 32 values, layer {} has {}", i,
-               l.spec.row_size);
+          fail("KV cache: {} needs rows of a multiple of 32 values, layer {} has {}",
+               kv_type_name(type), i, l.spec.row_size);
         }
-        l.row_bytes = static_cast<size_t>(l.spec.row_size / 32) * 34;
-        break;
-      case KvType::Q4_0:
-        if (l.spec.row_size % 32 != 0) {
-          fail("KV cache: q4_0 needs rows of a multiple of 32 values, layer {} has {}", i,
-               l.spec.row_size);
-        }
-        l.row_bytes = static_cast<size_t>(l.spec.row_size / 32) * 18;
+        l.row_bytes = static_cast<size_t>(l.spec.row_size / 32) * (type == KvType::Q8_0 ? 34 : 18);
         break;
     }
     l.cells = l.spec.window > 0 ? std::min(n_ctx, l.spec.window - 1 + max_batch) : n_ctx;

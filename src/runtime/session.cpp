@@ -6,23 +6,14 @@
 
 namespace boltrt {
 
-namespace {
-
-int64_t clamp_context(const Gemma4Model& model, int64_t n_ctx) {
-  const int64_t trained = model.config().n_ctx_train;
-  if (n_ctx <= 0) fail("context size {} must be > 0", n_ctx);
-  return trained > 0 ? std::min(n_ctx, trained) : n_ctx;
-}
-
-}  // namespace
-
 Gemma4Session::Gemma4Session(const Gemma4Model& model, const SessionOptions& options,
                              ThreadPool* pool)
     : model_(model),
       pool_(pool),
-      n_batch_(
-          std::max<int64_t>(1, std::min(options.n_batch, clamp_context(model, options.n_ctx)))),
-      kv_(model.kv_layout(), clamp_context(model, options.n_ctx), n_batch_, options.kv_type) {
+      n_batch_(std::max<int64_t>(
+          1, std::min(options.n_batch, clamp_context(options.n_ctx, model.config().n_ctx_train)))),
+      kv_(model.kv_layout(), clamp_context(options.n_ctx, model.config().n_ctx_train), n_batch_,
+          options.kv_type) {
   workspace_.attention_chunk = options.attention_chunk;
 }
 
