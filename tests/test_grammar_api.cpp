@@ -46,19 +46,24 @@ TEST(GrammarApi, RequestJsonSchemaAndGrammar) {
   EXPECT_TRUE(w.text == " is fine." || w.text == " is dreadful.") << w.text;
 }
 
+// The two tools of the tool-choice tests: parameter schemas with ranges, enums and a format.
+constexpr const char* kWeatherSchema =
+    R"({"type":"object","properties":{"city":{"type":"string","maxLength":16},
+      "days":{"type":"integer","minimum":1,"maximum":7},"unit":{"enum":["C","F"]}},
+      "required":["city","unit"],"additionalProperties":false})";
+constexpr const char* kDateSchema =
+    R"({"type":"object","properties":{"day":{"type":"string","format":"date"}},
+      "required":["day"]})";
+
 TEST(GrammarApi, ToolChoiceRequiredAndNamedForceValidCalls) {
   ModelOptions mo;
   mo.threads = 1;
   auto model = Model::load(test::source_dir() + "/models/tiny/tiny-q8_0.gguf", mo);
   Session session(model);
-  const char* weather = R"({"type":"object","properties":{"city":{"type":"string","maxLength":16},
-      "days":{"type":"integer","minimum":1,"maximum":7},"unit":{"enum":["C","F"]}},
-      "required":["city","unit"],"additionalProperties":false})";
-  const char* clock = R"({"type":"object","properties":{"day":{"type":"string","format":"date"}},
-      "required":["day"]})";
   Request request;
   request.messages.push_back(Message::text("user", "What is the weather in Bath?"));
-  request.tools = {{"get_weather", "Weather of a city", weather}, {"get_date", "A date", clock}};
+  request.tools = {{"get_weather", "Weather of a city", kWeatherSchema},
+                   {"get_date", "A date", kDateSchema}};
   request.max_tokens = 300;
   request.sampling.temperature = 1.0f;
   int calls = 0;
@@ -76,7 +81,7 @@ TEST(GrammarApi, ToolChoiceRequiredAndNamedForceValidCalls) {
         if (choice != "required") {
           EXPECT_EQ(call.name, choice);
         }
-        const Json schema = Json::parse(call.name == "get_weather" ? weather : clock);
+        const Json schema = Json::parse(call.name == "get_weather" ? kWeatherSchema : kDateSchema);
         std::string why;
         EXPECT_TRUE(test::validate_json(schema, Json::parse(call.arguments), &why))
             << why << ": " << call.arguments;
@@ -101,15 +106,11 @@ TEST(GrammarApi, ToolChoiceAutoCallsAlwaysParseAndTextStaysPossible) {
   mo.threads = 1;
   auto model = Model::load(test::source_dir() + "/models/tiny/tiny-q8_0.gguf", mo);
   Session session(model);
-  const char* weather = R"({"type":"object","properties":{"city":{"type":"string","maxLength":16},
-      "days":{"type":"integer","minimum":1,"maximum":7},"unit":{"enum":["C","F"]}},
-      "required":["city","unit"],"additionalProperties":false})";
-  const char* clock = R"({"type":"object","properties":{"day":{"type":"string","format":"date"}},
-      "required":["day"]})";
   constexpr int32_t kCallOpener = 48;
   Request request;
   request.messages.push_back(Message::text("user", "What is the weather in Bath?"));
-  request.tools = {{"get_weather", "Weather of a city", weather}, {"get_date", "A date", clock}};
+  request.tools = {{"get_weather", "Weather of a city", kWeatherSchema},
+                   {"get_date", "A date", kDateSchema}};
   request.tool_choice = "auto";
   request.max_tokens = 300;
   request.sampling.temperature = 1.0f;
@@ -138,7 +139,7 @@ TEST(GrammarApi, ToolChoiceAutoCallsAlwaysParseAndTextStaysPossible) {
     for (const ToolCall& call : r.tool_calls) {
       ++calls;
       ASSERT_TRUE(call.name == "get_weather" || call.name == "get_date") << call.name;
-      const Json schema = Json::parse(call.name == "get_weather" ? weather : clock);
+      const Json schema = Json::parse(call.name == "get_weather" ? kWeatherSchema : kDateSchema);
       std::string why;
       EXPECT_TRUE(test::validate_json(schema, Json::parse(call.arguments), &why))
           << why << ": " << call.arguments;

@@ -436,6 +436,23 @@ TEST(GrammarTools, LazyGrammarWithATextTrigger) {
   EXPECT_FALSE(static_cast<GrammarController*>(copy.get())->waiting());
 }
 
+// The batch tool tests' calls: `ping` with no arguments, or `get_weather` with arguments that
+// validate against its schema. Returns how many calls there were.
+int expect_valid_calls(const Json& calls, const Json& weather, const std::string& line) {
+  for (const Json& call : calls) {
+    const std::string name = call["function"]["name"];
+    const Json args = Json::parse(call["function"]["arguments"].get<std::string>());
+    if (name == "ping") {
+      EXPECT_EQ(args, Json::object());
+      continue;
+    }
+    EXPECT_EQ(name, "get_weather");
+    std::string why;
+    EXPECT_TRUE(test::validate_json(weather, args, &why)) << why << line;
+  }
+  return static_cast<int>(calls.size());
+}
+
 TEST(GrammarCli, BatchToolChoiceRequired) {
   const std::string dir = test::scratch_dir("grammar_tools");
   const Json tools = Json::parse(kTools);
@@ -464,18 +481,7 @@ TEST(GrammarCli, BatchToolChoiceRequired) {
     const Json r = Json::parse(line);
     if (r["finish_reason"] == "length") continue;
     EXPECT_EQ(r["finish_reason"], "tool_calls") << line;
-    for (const Json& call : r["tool_calls"]) {
-      ++calls;
-      const std::string name = call["function"]["name"];
-      const Json args = Json::parse(call["function"]["arguments"].get<std::string>());
-      if (name == "ping") {
-        EXPECT_EQ(args, Json::object());
-        continue;
-      }
-      EXPECT_EQ(name, "get_weather");
-      std::string why;
-      EXPECT_TRUE(test::validate_json(weather, args, &why)) << why << line;
-    }
+    calls += expect_valid_calls(r["tool_calls"], weather, line);
   }
   EXPECT_GE(calls, 3);
 }
@@ -518,17 +524,7 @@ TEST(GrammarCli, BatchToolChoiceAutoCallsParse) {
     }
     ++with_calls;
     EXPECT_EQ(r["finish_reason"], "tool_calls") << line;
-    for (const Json& call : r["tool_calls"]) {
-      const std::string name = call["function"]["name"];
-      const Json args = Json::parse(call["function"]["arguments"].get<std::string>());
-      if (name == "ping") {
-        EXPECT_EQ(args, Json::object());
-        continue;
-      }
-      EXPECT_EQ(name, "get_weather");
-      std::string why;
-      EXPECT_TRUE(test::validate_json(weather, args, &why)) << why << line;
-    }
+    expect_valid_calls(r["tool_calls"], weather, line);
   }
   EXPECT_GE(with_calls, 2);
   EXPECT_GE(text_only, 2);
