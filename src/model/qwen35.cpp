@@ -300,18 +300,42 @@ void run(ThreadPool* pool, int64_t n, const std::function<void(int64_t, int64_t,
 void Qwen35Model::forward(const int32_t* tokens, int64_t n, int64_t pos0, KvCache& kv,
                           Qwen35State& state, Qwen35Workspace& ws, ThreadPool* pool, float* logits,
                           bool all_logits) const {
+  const Qwen35Sequence one{&kv, &state, pos0, n};
+  forward(tokens, std::span<const Qwen35Sequence>(&one, 1), ws, pool, logits, all_logits);
+}
+
+void Qwen35Model::forward(const int32_t* tokens, std::span<const Qwen35Sequence> sequences,
+                          Qwen35Workspace& ws, ThreadPool* pool, float* logits,
+                          bool all_logits) const {
   const Qwen35Config& c = config_;
   const int64_t D = c.n_embd, V = n_vocab_;
   const float eps = c.rms_eps;
-  if (n <= 0) fail("forward: {} tokens", n);
-  if (n > kv.max_batch()) fail("forward: {} tokens exceed the batch size {}", n, kv.max_batch());
-  if (pos0 + n > kv.n_ctx()) {
-    fail("forward: positions up to {} exceed the context of {}", pos0 + n, kv.n_ctx());
+  const size_t conv_size =
+      static_cast<size_t>(c.n_gdn_layers() * c.conv_channels() * (c.conv_kernel - 1));
+  const size_t delta_size =
+      static_cast<size_t>(c.n_gdn_layers() * c.ssm_n_v_head * c.ssm_d_state * c.ssm_d_state);
+  // token t of the batch sits at position pos[t] of its sequence
+  std::vector<int64_t> pos;
+  for (size_t i = 0; i < sequences.size(); ++i) {
+    const Qwen35Sequence& s = sequences[i];
+    for (size_t j = 0; j < i; ++j) {
+      if (sequences[j].kv == s.kv || sequences[j].state == s.state)
+        fail("forward: one sequence appears twice in a batch");
+    }
+    if (s.n_tokens <= 0) fail("forward: {} tokens", s.n_tokens);
+    if (s.n_tokens > s.kv->max_batch())
+      fail("forward: {} tokens exceed the batch size {}", s.n_tokens, s.kv->max_batch());
+    if (s.pos0 + s.n_tokens > s.kv->n_ctx()) {
+      fail("forward: positions up to {} exceed the context of {}", s.pos0 + s.n_tokens,
+           s.kv->n_ctx());
+    }
+    if (s.state->conv.size() != conv_size || s.state->delta.size() != delta_size) {
+      fail("forward: the recurrent state does not belong to this model");
+    }
+    for (int64_t k = 0; k < s.n_tokens; ++k) pos.push_back(s.pos0 + k);
   }
-  if (state.conv.size() != new_state().conv.size() ||
-      state.delta.size() != new_state().delta.size()) {
-    fail("forward: the recurrent state does not belong to this model");
-  }
+  const int64_t n = static_cast<int64_t>(pos.size());
+  if (n == 0) return;
   for (int64_t t = 0; t < n; ++t) {
     if (tokens[t] < 0 || tokens[t] >= V) {
       fail("token id {} outside the vocabulary [0, {})", tokens[t], V);
@@ -332,8 +356,8 @@ void Qwen35Model::forward(const int32_t* tokens, int64_t n, int64_t pos0, KvCach
   float* rope_cos = sized(ws.rope_cos, n * half);
   float* rope_sin = sized(ws.rope_sin, n * half);
   for (int64_t t = 0; t < n; ++t) {
-    cpu::imrope_text_angles(pos0 + t, c.n_rot, c.rope_base, c.rope_sections, rope_cos + t * half,
-                            rope_sin + t * half);
+    cpu::imrope_text_angles(pos[static_cast<size_t>(t)], c.n_rot, c.rope_base, c.rope_sections,
+                            rope_cos + t * half, rope_sin + t * half);
   }
 
   float* a = sized(ws.a, n * D);
@@ -345,9 +369,9 @@ void Qwen35Model::forward(const int32_t* tokens, int64_t n, int64_t pos0, KvCach
     for (int64_t t = 0; t < n; ++t)
       cpu::rms_norm(h + t * D, layer.attn_norm.data, D, eps, a + t * D);
     if (c.is_gdn[s]) {
-      delta_net_layer(il, layer_slot_[s], n, state, ws, pool);
+      delta_net_layer(il, layer_slot_[s], sequences, n, ws, pool);
     } else {
-      attention_layer(il, layer_slot_[s], n, pos0, kv, ws, pool);
+      attention_layer(il, layer_slot_[s], sequences, n, ws, pool);
     }
     for (int64_t i = 0; i < n * D; ++i) h[i] += o[i];
 
@@ -365,20 +389,28 @@ void Qwen35Model::forward(const int32_t* tokens, int64_t n, int64_t pos0, KvCach
     for (int64_t i = 0; i < n * D; ++i) h[i] += o[i];
   }
 
-  // --- output: final norm and head, only for the rows asked for
+  // --- output: final norm and head, only for the rows asked for: every row, or each
+  // sequence's last                                                              hn [rows][D]
   if (!logits) return;
-  const int64_t rows = all_logits ? n : 1;
-  const float* from = all_logits ? h : h + (n - 1) * D;
+  const int64_t rows = all_logits ? n : static_cast<int64_t>(sequences.size());
   float* hn = sized(ws.last, rows * D);
-  for (int64_t r = 0; r < rows; ++r) {
-    cpu::rms_norm(from + r * D, output_norm_.data, D, eps, hn + r * D);
+  if (all_logits) {
+    for (int64_t r = 0; r < n; ++r) cpu::rms_norm(h + r * D, output_norm_.data, D, eps, hn + r * D);
+  } else {
+    int64_t end = 0;
+    for (size_t i = 0; i < sequences.size(); ++i) {
+      end += sequences[i].n_tokens;
+      cpu::rms_norm(h + (end - 1) * D, output_norm_.data, D, eps, hn + static_cast<int64_t>(i) * D);
+    }
   }
   linear(output_, hn, rows, logits, pool);  // [rows][V]
 }
 
-// §4.2 gated full attention of ws.a [n][D] into ws.o [n][D]
-void Qwen35Model::attention_layer(int64_t il, int64_t kv_layer, int64_t n, int64_t pos0,
-                                  KvCache& kv, Qwen35Workspace& ws, ThreadPool* pool) const {
+// §4.2 gated full attention of ws.a [n][D] into ws.o [n][D]: projections over all n rows,
+// attention per sequence against its own cache
+void Qwen35Model::attention_layer(int64_t il, int64_t kv_layer,
+                                  std::span<const Qwen35Sequence> sequences, int64_t n,
+                                  Qwen35Workspace& ws, ThreadPool* pool) const {
   const Qwen35Config& c = config_;
   const Qwen35Layer& layer = layers_[static_cast<size_t>(il)];
   const int64_t H = c.n_head[static_cast<size_t>(il)], Hkv = c.n_head_kv[static_cast<size_t>(il)];
@@ -408,28 +440,39 @@ void Qwen35Model::attention_layer(int64_t il, int64_t kv_layer, int64_t n, int64
     const float* sn = ws.rope_sin.data() + t * half;
     cpu::rope_neox(q + t * H * hd, H, hd, c.n_rot, cs, sn);
     cpu::rope_neox(k + t * Hkv * hd, Hkv, hd, c.n_rot, cs, sn);
-    kv.write(static_cast<int32_t>(kv_layer), pos0 + t, k + t * Hkv * hd, v + t * Hkv * hd);
   }
 
-  // causal softmax(q·k / sqrt(hd)) · v over cached + new positions, keys read in place in the
-  // cache's format, in chunks at fixed positions (i * chunk) that bound each query's scores
-  const int64_t kv_end = pos0 + n;
-  const int64_t chunk = std::min<int64_t>(kv_end, std::max<int64_t>(1, ws.attention_chunk));
+  // per sequence: store the new K/V, then causal softmax(q·k / sqrt(hd)) · v over its cached +
+  // new positions, keys read in place in the cache's format, in chunks at fixed positions
+  // (i * chunk) that bound each query's scores
   float* attn = sized(ws.attn, n * H * hd);
-  ws.attention.begin(n, H, hd);
-  for (int64_t b = 0; b < kv_end; b += chunk) {
-    const int64_t e = std::min(kv_end, b + chunk);
-    const KvCache::View rows = kv.view(static_cast<int32_t>(kv_layer), b, e);
-    ws.attention.add(q, pos0, rows.k, rows.v, e - b, b, Hkv, /*window=*/0,
-                     1.0f / std::sqrt(static_cast<float>(hd)), pool);
+  int64_t first = 0;  // the sequence's first row in the batch
+  for (const Qwen35Sequence& s : sequences) {
+    KvCache& kv = *s.kv;
+    for (int64_t t = 0; t < s.n_tokens; ++t) {
+      const int64_t row = first + t;
+      kv.write(static_cast<int32_t>(kv_layer), s.pos0 + t, k + row * Hkv * hd, v + row * Hkv * hd);
+    }
+    const int64_t kv_end = s.pos0 + s.n_tokens;
+    const int64_t chunk = std::min<int64_t>(kv_end, std::max<int64_t>(1, ws.attention_chunk));
+    ws.attention.begin(s.n_tokens, H, hd);
+    for (int64_t b = 0; b < kv_end; b += chunk) {
+      const int64_t e = std::min(kv_end, b + chunk);
+      const KvCache::View rows = kv.view(static_cast<int32_t>(kv_layer), b, e);
+      ws.attention.add(q + first * H * hd, s.pos0, rows.k, rows.v, e - b, b, Hkv, /*window=*/0,
+                       1.0f / std::sqrt(static_cast<float>(hd)), pool);
+    }
+    ws.attention.finish(attn + first * H * hd);
+    first += s.n_tokens;
   }
-  ws.attention.finish(attn);
   for (int64_t i = 0; i < n * H * hd; ++i) attn[i] *= sigmoid(gate[i]);  // output gate
   linear(layer.attn_output, attn, n, ws.o.data(), pool);                 // [n][D]
 }
 
-// §4.4 Gated DeltaNet of ws.a [n][D] into ws.o [n][D], advancing GDN state slot `gdn`
-void Qwen35Model::delta_net_layer(int64_t il, int64_t gdn, int64_t n, Qwen35State& state,
+// §4.4 Gated DeltaNet of ws.a [n][D] into ws.o [n][D], advancing each sequence's GDN state slot
+// `gdn`: projections over all n rows, the conv and the delta rule per sequence
+void Qwen35Model::delta_net_layer(int64_t il, int64_t gdn,
+                                  std::span<const Qwen35Sequence> sequences, int64_t n,
                                   Qwen35Workspace& ws, ThreadPool* pool) const {
   const Qwen35Config& c = config_;
   const Qwen35Layer& layer = layers_[static_cast<size_t>(il)];
@@ -448,7 +491,8 @@ void Qwen35Model::delta_net_layer(int64_t il, int64_t gdn, int64_t n, Qwen35Stat
   linear(layer.ssm_alpha, x, n, alpha, pool);
   linear(layer.ssm_beta, x, n, beta_in, pool);
 
-  // gates per (token, value head), stored head-major [Hv][n] for the per-head recurrence
+  // gates per (token, value head), stored head-major [Hv][n] for the per-head recurrence (a
+  // sequence's rows stay contiguous within each head)
   float* gamma = sized(ws.gamma, Hv * n);
   float* beta = sized(ws.beta, Hv * n);
   {
@@ -463,12 +507,21 @@ void Qwen35Model::delta_net_layer(int64_t il, int64_t gdn, int64_t n, Qwen35Stat
     }
   }
 
-  // causal depthwise conv over time with the carried window, then SiLU: u [n][C] (in ws.q)
+  // first row of each sequence in the batch
+  std::vector<int64_t> first(sequences.size() + 1, 0);
+  for (size_t i = 0; i < sequences.size(); ++i) first[i + 1] = first[i] + sequences[i].n_tokens;
+
+  // causal depthwise conv over time with each sequence's carried window, then SiLU: u [n][C]
+  // (in ws.q)
   float* u = sized(ws.q, n * C);
-  float* conv_state = state.conv.data() + gdn * C * (Kc - 1);
-  run(pool, C, [&](int64_t b, int64_t e, int) {
-    cpu::causal_conv1d(n, Kc, b, e, m, C, layer.ssm_conv1d.data, conv_state, u, C);
-  });
+  for (size_t i = 0; i < sequences.size(); ++i) {
+    float* conv_state = sequences[i].state->conv.data() + gdn * C * (Kc - 1);
+    const int64_t r0 = first[i];
+    run(pool, C, [&](int64_t b, int64_t e, int) {
+      cpu::causal_conv1d(sequences[i].n_tokens, Kc, b, e, m + r0 * C, C, layer.ssm_conv1d.data,
+                         conv_state, u + r0 * C, C);
+    });
+  }
   for (int64_t i = 0; i < n * C; ++i) u[i] = silu(u[i]);
 
   // L2-normalised q and k heads; v is used as it is
@@ -477,32 +530,34 @@ void Qwen35Model::delta_net_layer(int64_t il, int64_t gdn, int64_t n, Qwen35Stat
       cpu::l2_norm(u + t * C + g * dk, dk, eps, u + t * C + g * dk);
   }
 
-  // gated delta rule per value head h, paired with key head h mod Hk (tiled order, §3.6),
-  // token by token: o [n][Hv·dv] (in ws.attn)
+  // gated delta rule per (sequence, value head h), h paired with key head h mod Hk (tiled
+  // order, §3.6), token by token on that sequence's state: o [n][Hv·dv] (in ws.attn)
   float* out = sized(ws.attn, n * Hv * dv);
   const float q_scale = 1.0f / std::sqrt(static_cast<float>(dk));
-  float* delta_state = state.delta.data() + gdn * Hv * dk * dv;
-  run(pool, Hv, [&](int64_t b, int64_t e, int) {
-    for (int64_t hv = b; hv < e; ++hv) {
-      const int64_t g = hv % Hk;
+  const auto n_seq = static_cast<int64_t>(sequences.size());
+  run(pool, n_seq * Hv, [&](int64_t b, int64_t e, int) {
+    for (int64_t job = b; job < e; ++job) {
+      const auto i = static_cast<size_t>(job / Hv);
+      const int64_t hv = job % Hv, g = hv % Hk, r0 = first[i], rows = sequences[i].n_tokens;
+      float* delta_state = sequences[i].state->delta.data() + gdn * Hv * dk * dv;
       cpu::DeltaRuleHead head;
-      head.n = n;
+      head.n = rows;
       head.dk = dk;
       head.dv = dv;
-      head.q = u + g * dk;
-      head.k = u + Hk * dk + g * dk;
-      head.v = u + 2 * Hk * dk + hv * dv;
+      head.q = u + r0 * C + g * dk;
+      head.k = u + r0 * C + Hk * dk + g * dk;
+      head.v = u + r0 * C + 2 * Hk * dk + hv * dv;
       head.q_stride = head.k_stride = head.v_stride = C;
-      head.g = gamma + hv * n;
-      head.beta = beta + hv * n;
+      head.g = gamma + hv * n + r0;
+      head.beta = beta + hv * n + r0;
       head.state = delta_state + hv * dk * dv;
-      head.out = out + hv * dv;
+      head.out = out + r0 * Hv * dv + hv * dv;
       head.out_stride = Hv * dv;
       cpu::delta_rule_recurrent(head);
       // the query scale 1/sqrt(dk), applied to the output as llama.cpp does (the same value,
       // linear, but rounded where llama.cpp rounds it)
-      for (int64_t t = 0; t < n; ++t) {
-        float* o = out + t * Hv * dv + hv * dv;
+      for (int64_t t = 0; t < rows; ++t) {
+        float* o = out + (r0 + t) * Hv * dv + hv * dv;
         for (int64_t j = 0; j < dv; ++j) o[j] *= q_scale;
       }
     }

@@ -14,6 +14,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -111,6 +112,16 @@ struct Qwen35Workspace {
   cpu::AttentionAccumulator attention;
 };
 
+// One sequence's share of a forward batch: n_tokens consecutive tokens at positions
+// pos0 .. pos0+n_tokens−1 of the sequence whose KV cache is `kv` (holding [0, pos0)) and whose
+// recurrent state is `state` (that after token pos0−1).
+struct Qwen35Sequence {
+  KvCache* kv = nullptr;
+  Qwen35State* state = nullptr;
+  int64_t pos0 = 0;
+  int64_t n_tokens = 0;
+};
+
 class Qwen35Model {
  public:
   // Opens and maps a GGUF file (no copy of the weights) and binds every trunk tensor. A file
@@ -135,12 +146,20 @@ class Qwen35Model {
   // so a token's bits do not depend on how a prompt is split into calls or on the thread count.
   void forward(const int32_t* tokens, int64_t n, int64_t pos0, KvCache& kv, Qwen35State& state,
                Qwen35Workspace& ws, ThreadPool* pool, float* logits, bool all_logits) const;
+  // The same for several sequences in one batch: `tokens` holds each sequence's tokens in
+  // order; every projection, norm and the FFN run once over all of them (the weights are read
+  // once), attention and the GDN conv + delta rule per sequence on its own KV cache and state.
+  // Logit rows: each sequence's last token (one row per sequence), or every token when
+  // all_logits. Every step is per row or batch-invariant, so each sequence gets the bits it
+  // gets alone.
+  void forward(const int32_t* tokens, std::span<const Qwen35Sequence> sequences,
+               Qwen35Workspace& ws, ThreadPool* pool, float* logits, bool all_logits) const;
 
  private:
-  void attention_layer(int64_t il, int64_t kv_layer, int64_t n, int64_t pos0, KvCache& kv,
-                       Qwen35Workspace& ws, ThreadPool* pool) const;
-  void delta_net_layer(int64_t il, int64_t gdn, int64_t n, Qwen35State& state, Qwen35Workspace& ws,
-                       ThreadPool* pool) const;
+  void attention_layer(int64_t il, int64_t kv_layer, std::span<const Qwen35Sequence> sequences,
+                       int64_t n, Qwen35Workspace& ws, ThreadPool* pool) const;
+  void delta_net_layer(int64_t il, int64_t gdn, std::span<const Qwen35Sequence> sequences,
+                       int64_t n, Qwen35Workspace& ws, ThreadPool* pool) const;
 
   std::unique_ptr<gguf::File> file_;
   Qwen35Config config_;

@@ -13,13 +13,14 @@ Qwen35Session::Qwen35Session(const Qwen35Model& model, const SessionOptions& opt
       n_batch_(std::max<int64_t>(
           1, std::min(options.n_batch, clamp_context(options.n_ctx, model.config().n_ctx_train)))),
       max_checkpoints_(std::max<int64_t>(0, options.recurrent_checkpoints)),
+      max_prompt_checkpoints_(std::max<int64_t>(0, options.prompt_checkpoints)),
       kv_(model.kv_layout(), clamp_context(options.n_ctx, model.config().n_ctx_train), n_batch_,
           options.kv_type),
       state_(model.new_state()) {
   workspace_.attention_chunk = options.attention_chunk;
 }
 
-std::span<const float> Qwen35Session::decode(std::span<const int32_t> tokens, bool all_logits) {
+void Qwen35Session::begin_call(std::span<const int32_t> tokens) {
   const int64_t n = static_cast<int64_t>(tokens.size());
   const int64_t V = n_vocab();
   if (n == 0) fail("decode: no tokens");
@@ -30,19 +31,50 @@ std::span<const float> Qwen35Session::decode(std::span<const int32_t> tokens, bo
     if (t < 0 || t >= V) fail("decode: token id {} outside the vocabulary [0, {})", t, V);
   }
   const int64_t start = n_past();
-  // checkpoint of the state before this call (position 0 needs none: the zero state)
-  if (max_checkpoints_ > 0 && start > 0 &&
-      (checkpoints_.empty() || checkpoints_.back().pos != start)) {
+  // checkpoint of the state before this call (position 0 needs none: the zero state); a
+  // prompt chunk's start is a prompt checkpoint when those are kept
+  if (n > 1 && max_prompt_checkpoints_ > 0) {
+    add_prompt_checkpoint(start);
+  } else if (max_checkpoints_ > 0 && start > 0 &&
+             (checkpoints_.empty() || checkpoints_.back().pos != start)) {
     if (static_cast<int64_t>(checkpoints_.size()) == max_checkpoints_) {
       checkpoints_.erase(checkpoints_.begin());
     }
     checkpoints_.push_back({start, state_});
   }
-  logits_.resize(static_cast<size_t>((all_logits ? n : 1) * V));
   tokens_.resize(static_cast<size_t>(start));
   tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
+}
+
+void Qwen35Session::add_prompt_checkpoint(int64_t pos) {
+  if (pos == 0 || max_prompt_checkpoints_ <= 0) return;
+  if (!prompt_checkpoints_.empty() && prompt_checkpoints_.back().pos == pos) return;
+  prompt_checkpoints_.push_back({pos, state_});
+  if (static_cast<int64_t>(prompt_checkpoints_.size()) <= max_prompt_checkpoints_) return;
+  // too many: drop the one (never the newest) whose removal leaves the smallest gap between
+  // its neighbours, so the kept ones stay spread from position 0 to the newest
+  size_t drop = 0;
+  int64_t best_gap = -1;
+  for (size_t i = 0; i + 1 < prompt_checkpoints_.size(); ++i) {
+    const int64_t before = i == 0 ? 0 : prompt_checkpoints_[i - 1].pos;
+    const int64_t gap = prompt_checkpoints_[i + 1].pos - before;
+    if (best_gap < 0 || gap < best_gap) {
+      best_gap = gap;
+      drop = i;
+    }
+  }
+  prompt_checkpoints_.erase(prompt_checkpoints_.begin() + static_cast<std::ptrdiff_t>(drop));
+}
+
+std::span<const float> Qwen35Session::decode(std::span<const int32_t> tokens, bool all_logits) {
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  const int64_t V = n_vocab();
+  const int64_t start = n_past();
+  begin_call(tokens);
+  logits_.resize(static_cast<size_t>((all_logits ? n : 1) * V));
   try {
     for (int64_t done = 0; done < n; done += n_batch_) {
+      if (done > 0) add_prompt_checkpoint(start + done);  // the state after `done` tokens
       const int64_t m = std::min(n_batch_, n - done);
       const bool last_chunk = done + m == n;
       float* out = all_logits ? logits_.data() + done * V : (last_chunk ? logits_.data() : nullptr);
@@ -50,6 +82,7 @@ std::span<const float> Qwen35Session::decode(std::span<const int32_t> tokens, bo
                      all_logits);
       kv_.set_n_past(n_past() + m);
     }
+    if (n > 1) add_prompt_checkpoint(start + n);  // where the reply to a prompt starts
   } catch (...) {
     // back to the state before the call (the checkpoint just taken, or recompute)
     tokens_.resize(static_cast<size_t>(start));
@@ -57,6 +90,62 @@ std::span<const float> Qwen35Session::decode(std::span<const int32_t> tokens, bo
     throw;
   }
   return {logits_.data(), logits_.size()};
+}
+
+std::vector<std::span<const float>> Qwen35Session::decode_batch(
+    std::span<Qwen35Session* const> sessions, std::span<const std::span<const int32_t>> tokens) {
+  if (sessions.size() != tokens.size()) {
+    fail("decode_batch: {} sessions but {} token lists", sessions.size(), tokens.size());
+  }
+  if (sessions.empty()) return {};
+  const Qwen35Model& model = sessions[0]->model_;
+  const int64_t V = model.n_vocab();
+  for (size_t i = 0; i < sessions.size(); ++i) {
+    const Qwen35Session& s = *sessions[i];
+    if (&s.model_ != &model) fail("decode_batch: sessions of different models");
+    for (size_t j = 0; j < i; ++j) {
+      if (sessions[j] == &s) fail("decode_batch: one session appears twice");
+    }
+    if (static_cast<int64_t>(tokens[i].size()) > s.n_batch_) {
+      fail("decode_batch: session {}: {} tokens exceed the micro-batch of {}", i, tokens[i].size(),
+           s.n_batch_);
+    }
+  }
+  // validate and checkpoint every session first (begin_call throws before changing anything)
+  std::vector<int64_t> starts;
+  std::vector<int32_t> all;
+  std::vector<Qwen35Sequence> sequences;
+  try {
+    for (size_t i = 0; i < sessions.size(); ++i) {
+      Qwen35Session& s = *sessions[i];
+      const int64_t start = s.n_past();
+      s.begin_call(tokens[i]);
+      starts.push_back(start);
+      all.insert(all.end(), tokens[i].begin(), tokens[i].end());
+      sequences.push_back({&s.kv_, &s.state_, start, static_cast<int64_t>(tokens[i].size())});
+    }
+    Qwen35Session& lead = *sessions[0];
+    std::vector<float> logits(sessions.size() * static_cast<size_t>(V));
+    model.forward(all.data(), sequences, lead.workspace_, lead.pool_, logits.data(), false);
+    std::vector<std::span<const float>> out;
+    for (size_t i = 0; i < sessions.size(); ++i) {
+      Qwen35Session& s = *sessions[i];
+      s.kv_.set_n_past(starts[i] + static_cast<int64_t>(tokens[i].size()));
+      const auto row = logits.begin() + static_cast<std::ptrdiff_t>(i * static_cast<size_t>(V));
+      s.logits_.assign(row, row + V);
+      out.emplace_back(s.logits_.data(), s.logits_.size());
+      if (tokens[i].size() > 1) s.add_prompt_checkpoint(s.n_past());
+    }
+    return out;
+  } catch (...) {
+    // every session that began its call goes back to the state before it
+    for (size_t i = 0; i < starts.size(); ++i) {
+      Qwen35Session& s = *sessions[i];
+      s.tokens_.resize(static_cast<size_t>(starts[i]));
+      s.restore(starts[i]);
+    }
+    throw;
+  }
 }
 
 void Qwen35Session::rollback(int64_t n) {
@@ -70,14 +159,19 @@ void Qwen35Session::rollback(int64_t n) {
 void Qwen35Session::restore(int64_t n) {
   // drop checkpoints past n; the newest remaining one (position ≤ n) is where to restart
   while (!checkpoints_.empty() && checkpoints_.back().pos > n) checkpoints_.pop_back();
-  int64_t from = 0;
-  if (checkpoints_.empty()) {
+  while (!prompt_checkpoints_.empty() && prompt_checkpoints_.back().pos > n)
+    prompt_checkpoints_.pop_back();
+  const Checkpoint* from = nullptr;
+  if (!checkpoints_.empty()) from = &checkpoints_.back();
+  if (!prompt_checkpoints_.empty() && (!from || prompt_checkpoints_.back().pos > from->pos))
+    from = &prompt_checkpoints_.back();
+  if (from == nullptr) {
     state_.clear();
+    recompute(0, n);
   } else {
-    state_ = checkpoints_.back().state;
-    from = checkpoints_.back().pos;
+    state_ = from->state;
+    recompute(from->pos, n);
   }
-  recompute(from, n);
 }
 
 void Qwen35Session::recompute(int64_t from, int64_t to) {
@@ -98,6 +192,7 @@ void Qwen35Session::copy_prefix(const Qwen35Session& other, int64_t n) {
   kv_.copy_prefix(other.kv_, other.n_past());
   state_ = other.state_;
   checkpoints_ = other.checkpoints_;
+  prompt_checkpoints_ = other.prompt_checkpoints_;
   tokens_ = other.tokens_;
   rollback(n);
 }
@@ -105,12 +200,15 @@ void Qwen35Session::copy_prefix(const Qwen35Session& other, int64_t n) {
 size_t Qwen35Session::recurrent_memory_bytes() const {
   size_t bytes = state_.bytes();
   for (const Checkpoint& c : checkpoints_) bytes += c.state.bytes();
+  for (const Checkpoint& c : prompt_checkpoints_) bytes += c.state.bytes();
   return bytes;
 }
 
 std::vector<int64_t> Qwen35Session::checkpoint_positions() const {
   std::vector<int64_t> out;
   for (const Checkpoint& c : checkpoints_) out.push_back(c.pos);
+  for (const Checkpoint& c : prompt_checkpoints_) out.push_back(c.pos);
+  std::sort(out.begin(), out.end());
   return out;
 }
 

@@ -7,6 +7,11 @@
 //   * the token history, and
 //   * state checkpoints: a copy of the recurrent state taken at the start of each decode() call
 //     (the most recent SessionOptions::recurrent_checkpoints of them).
+//   * prompt checkpoints (SessionOptions::prompt_checkpoints, off by default): the state at the
+//     start and end of each multi-token call and at each micro-batch boundary inside one (the
+//     start of a multi-token call is then not a decode-call checkpoint), thinned to
+//     stay spread over the history, so that a rollback to a long shared prefix (serve, chat)
+//     recomputes at most about one micro-batch instead of the whole prefix.
 // rollback(n) restores the nearest checkpoint at a position ≤ n and re-runs the tokens from there
 // to n through the model (no logits). Cost: one forward pass over n − c tokens, c that
 // checkpoint's position; for speculative decoding (rollback into the last verify batch, whose
@@ -37,6 +42,12 @@ class Qwen35Session : public LanguageModel {
   int64_t n_ctx() const override { return kv_.n_ctx(); }
   int64_t n_past() const override { return kv_.n_past(); }
   std::span<const float> decode(std::span<const int32_t> tokens, bool all_logits = false) override;
+  // One forward pass over several sessions of one model (tokens[i] appended to sessions[i],
+  // each at most n_batch tokens): the weights are read once for all; each session gets the
+  // logits of its last token, with the bits a decode() of its tokens alone gives, and the same
+  // checkpoints. Throws (every session back where it was) when any input is bad.
+  static std::vector<std::span<const float>> decode_batch(
+      std::span<Qwen35Session* const> sessions, std::span<const std::span<const int32_t>> tokens);
   // Any n_past ≤ n_past() (see the file comment for the cost).
   void rollback(int64_t n_past) override;
 
@@ -50,7 +61,7 @@ class Qwen35Session : public LanguageModel {
   size_t recurrent_state_bytes() const { return state_.bytes(); }
   // Live state plus the checkpoints currently held.
   size_t recurrent_memory_bytes() const;
-  // Positions of the checkpoints held (oldest first), for tests.
+  // Positions of the checkpoints held (both kinds, oldest first), for tests.
   std::vector<int64_t> checkpoint_positions() const;
 
  private:
@@ -58,6 +69,10 @@ class Qwen35Session : public LanguageModel {
     int64_t pos = 0;
     Qwen35State state;
   };
+  // Records the state before a call that appends n tokens at `start` (validated).
+  void begin_call(std::span<const int32_t> tokens);
+  // Keeps the current state as a prompt checkpoint at position pos (thinning the oldest ones).
+  void add_prompt_checkpoint(int64_t pos);
   // Brings the recurrent state to position n (≤ tokens_.size()) from the newest checkpoint ≤ n,
   // or from zero; the KV cache ends at n.
   void restore(int64_t n);
@@ -68,10 +83,12 @@ class Qwen35Session : public LanguageModel {
   ThreadPool* pool_;
   int64_t n_batch_;
   int64_t max_checkpoints_;
+  int64_t max_prompt_checkpoints_;
   KvCache kv_;
   Qwen35State state_;
-  std::vector<Checkpoint> checkpoints_;  // increasing positions
-  std::vector<int32_t> tokens_;          // history: tokens_[p] is the token at position p
+  std::vector<Checkpoint> checkpoints_;         // decode-call starts, increasing positions
+  std::vector<Checkpoint> prompt_checkpoints_;  // increasing positions
+  std::vector<int32_t> tokens_;                 // history: tokens_[p] is the token at position p
   Qwen35Workspace workspace_;
   std::vector<float> logits_;
 };

@@ -16,6 +16,11 @@ struct SessionOptions {
   // Models with a recurrent state: state copies kept for rollback, one taken at the start of
   // each decode call (the most recent ones are kept).
   int64_t recurrent_checkpoints = 2;
+  // ... and prompt checkpoints for prefix reuse (a server slot or a chat rolled back to a shared
+  // prefix): the state at the start and end of each multi-token decode call and at each
+  // micro-batch boundary inside one, at most this many, thinned to stay spread over the history.
+  // Each is one more copy of the recurrent state.
+  int64_t prompt_checkpoints = 0;
 };
 
 // The positions a session holds: the requested context, clamped to the model's trained one
