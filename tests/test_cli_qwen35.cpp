@@ -1,7 +1,7 @@
 // The CLI on a qwen35 file (issue 21, step 5): `boltrt generate` greedy text equals
 // llama-completion's on a synthetic model (when llama-ref is built), `batch` runs it through
-// interleaved sessions with the same text, and what the architecture cannot do (CUDA, drafts)
-// and an architecture boltrt does not know are one clear error each.
+// batched sequences (one forward pass per step) with the same text, and what the architecture
+// cannot do (CUDA, drafts) and an architecture boltrt does not know are one clear error each.
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
-#include "batch/sequence_batcher.h"
 #include "generate/sampling_defaults.h"
 #include "grammar/token_vocabulary.h"
+#include "runtime/multi_sequence.h"
 #include "util/error.h"
 
 namespace boltrt {
@@ -37,7 +37,7 @@ std::unique_ptr<LanguageModel> GgufBackend::new_sequence() {
   return new_sequence_();
 }
 
-std::unique_ptr<batch::MultiSequenceModel> GgufBackend::new_sequences(int n) {
+std::unique_ptr<MultiSequenceModel> GgufBackend::new_sequences(int n) {
   if (!new_sequences_) return ModelBackend::new_sequences(n);
   if (n < 1) fail("at least one sequence is needed, not {}", n);
   return new_sequences_(n);

@@ -15,7 +15,7 @@ namespace boltrt {
 class GgufBackend : public ModelBackend {
  public:
   using SequenceFactory = std::function<std::unique_ptr<LanguageModel>()>;
-  using SequencesFactory = std::function<std::unique_ptr<batch::MultiSequenceModel>(int n)>;
+  using SequencesFactory = std::function<std::unique_ptr<MultiSequenceModel>(int n)>;
   using DrafterFactory = std::function<std::unique_ptr<BlockDrafter>()>;
 
   // `new_sequence` makes one sequence of the model (nullptr: the file's text side only; then
@@ -29,7 +29,7 @@ class GgufBackend : public ModelBackend {
   int64_t n_ctx() const override { return n_ctx_; }
   std::unique_ptr<LanguageModel> new_sequence() override;
   bool concurrent_decode() const override { return concurrent_; }
-  std::unique_ptr<batch::MultiSequenceModel> new_sequences(int n) override;
+  std::unique_ptr<MultiSequenceModel> new_sequences(int n) override;
   std::unique_ptr<BlockDrafter> new_drafter() override {
     return new_drafter_ ? new_drafter_() : nullptr;
   }

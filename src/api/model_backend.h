@@ -18,9 +18,7 @@
 #include "text/tool_grammar.h"
 
 namespace boltrt {
-namespace batch {
 class MultiSequenceModel;
-}
 
 // A chat rendered for generation: the prompt text and the part of it that opens the
 // assistant's turn (the reply parser reads the output as its continuation).
@@ -62,7 +60,7 @@ class ModelBackend {
   virtual std::unique_ptr<BlockDrafter> new_drafter() { return nullptr; }
   // n sequences for `boltrt batch`. The default interleaves n new_sequence()s (each step reads
   // the weights once per sequence); a model with a multi-sequence forward pass overrides it.
-  virtual std::unique_ptr<batch::MultiSequenceModel> new_sequences(int n);
+  virtual std::unique_ptr<MultiSequenceModel> new_sequences(int n);
 
   // The text side; all const members are thread-safe.
   virtual std::vector<int32_t> tokenize(std::string_view text, bool add_special) const = 0;

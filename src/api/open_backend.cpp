@@ -4,14 +4,14 @@
 #include "api/gguf_backend.h"
 #include "api/model_backend.h"
 #include "backend/device.h"
-#include "batch/gemma4_sequences.h"
-#include "batch/sequence_batcher.h"
 #include "generate/reply_splitter.h"
 #include "generate/speculative.h"
 #include "gguf/gguf.h"
+#include "model/batched_sessions.h"
 #include "model/dflash.h"
 #include "model/gemma4.h"
 #include "model/registry.h"
+#include "runtime/multi_sequence.h"
 #include "runtime/session.h"
 #include "runtime/thread_pool.h"
 #include "util/error.h"
@@ -78,17 +78,17 @@ PreparedPrompt prepare_prompt(const ModelBackend& backend, const std::string& pr
   return prepared;
 }
 
-std::unique_ptr<batch::MultiSequenceModel> ModelBackend::new_sequences(int n) {
+std::unique_ptr<MultiSequenceModel> ModelBackend::new_sequences(int n) {
   if (n < 1) fail("at least one sequence is needed, not {}", n);
   std::vector<std::unique_ptr<LanguageModel>> sequences;
   for (int i = 0; i < n; ++i) sequences.push_back(new_sequence());
-  return std::make_unique<batch::InterleavedSessions>(std::move(sequences));
+  return std::make_unique<InterleavedSessions>(std::move(sequences));
 }
 
 namespace {
 
-// An architecture from the registry (model/registry.h): CPU sessions, interleaved when several
-// sequences run; no CUDA runtime and no draft.
+// An architecture from the registry (model/registry.h): CPU sessions, and the model's own
+// multi-sequence batches when several run; no CUDA runtime and no draft.
 std::shared_ptr<ModelBackend> open_generic_backend(std::shared_ptr<const LoadedModel> model,
                                                    std::shared_ptr<ThreadPool> pool,
                                                    const BackendOptions& options, KvType kv_type) {
@@ -99,13 +99,19 @@ std::shared_ptr<ModelBackend> open_generic_backend(std::shared_ptr<const LoadedM
   if (model->n_ctx_train() > 0)
     session_options.n_ctx = std::min(session_options.n_ctx, model->n_ctx_train());
   session_options.kv_type = kv_type;
+  // A sequence with a recurrent state can only go back to a copy of it: keep a few along each
+  // prompt so that a slot or chat reusing a long cached prefix recomputes about one micro-batch.
+  session_options.prompt_checkpoints = 4;
   std::shared_ptr<const gguf::File> file(model, &model->file());
   return std::make_shared<GgufBackend>(
       file,
       [model, pool, session_options]() -> std::unique_ptr<LanguageModel> {
         return model->new_session(session_options, pool.get());
       },
-      session_options.n_ctx, /*concurrent_decode=*/false);
+      session_options.n_ctx, /*concurrent_decode=*/false,
+      [model, pool, session_options](int n) -> std::unique_ptr<MultiSequenceModel> {
+        return model->new_sequences(n, session_options, pool.get());
+      });
 }
 
 }  // namespace
@@ -149,10 +155,10 @@ std::shared_ptr<ModelBackend> open_model_backend(const std::string& path,
     return std::make_unique<Gemma4Session>(*model, session_options, pool.get());
   };
   GgufBackend::SequencesFactory new_sequences =
-      [new_session](int n) -> std::unique_ptr<batch::MultiSequenceModel> {
+      [new_session](int n) -> std::unique_ptr<MultiSequenceModel> {
     std::vector<std::unique_ptr<Gemma4Session>> sessions;
     for (int i = 0; i < n; ++i) sessions.push_back(new_session());
-    return std::make_unique<batch::Gemma4Sequences>(std::move(sessions));
+    return std::make_unique<BatchedSessions<Gemma4Session>>(std::move(sessions));
   };
   // The file stays open as long as the model: the tokenizer reads it through the same handle.
   std::shared_ptr<const gguf::File> file(model, &model->file());

@@ -6,23 +6,6 @@
 
 namespace boltrt::batch {
 
-InterleavedSessions::InterleavedSessions(std::vector<std::unique_ptr<LanguageModel>> sessions)
-    : sessions_(std::move(sessions)) {
-  if (sessions_.empty()) fail("batch: no sessions");
-}
-
-void InterleavedSessions::decode(std::span<DecodeItem> items) {
-  for (DecodeItem& item : items) {
-    try {
-      LanguageModel& session = *sessions_.at(item.slot);
-      item.logits = session.decode(item.tokens, item.all_logits);
-      item.taps = session.taps();
-    } catch (...) {
-      item.error = std::current_exception();
-    }
-  }
-}
-
 // The per-slot view the Generator runs on. Logits (and taps) are copied out of the batch so
 // they stay valid until this slot's next decode whatever the other slots do.
 class SequenceBatcher::SlotModel : public LanguageModel {

@@ -182,6 +182,9 @@ std::unique_ptr<TextModel> load_text_model(const TextModelOptions& options) {
   session.n_ctx = options.n_ctx > 0 ? options.n_ctx : std::numeric_limits<int32_t>::max();
   session.kv_type = *kv_type;
   if (options.n_batch > 0) session.n_batch = options.n_batch;
+  // a chat reuses its history: a model with a recurrent state keeps copies of it along each
+  // prompt so that a turn recomputes little of it (runtime/session_options.h)
+  session.prompt_checkpoints = 4;
   auto pool = std::make_unique<ThreadPool>(std::max(1, options.threads));
   std::unique_ptr<gguf::File> file = gguf::File::open(options.path);
   if (std::unique_ptr<LoadedModel> generic = load_generic_model(file)) {

@@ -1,6 +1,7 @@
 #include "model/registry.h"
 
 #include "gguf/gguf.h"
+#include "model/batched_sessions.h"
 #include "model/qwen35.h"
 #include "model/qwen35_session.h"
 #include "util/error.h"
@@ -22,6 +23,14 @@ class Qwen35Loaded : public LoadedModel {
                                              ThreadPool* pool) const override {
     return std::make_unique<Qwen35Session>(*model_, options, pool);
   }
+  std::unique_ptr<MultiSequenceModel> new_sequences(int n, const SessionOptions& options,
+                                                    ThreadPool* pool) const override {
+    if (n < 1) fail("at least one sequence is needed, not {}", n);
+    std::vector<std::unique_ptr<Qwen35Session>> sessions;
+    for (int i = 0; i < n; ++i)
+      sessions.push_back(std::make_unique<Qwen35Session>(*model_, options, pool));
+    return std::make_unique<BatchedSessions<Qwen35Session>>(std::move(sessions));
+  }
 
  private:
   std::unique_ptr<Qwen35Model> model_;
@@ -31,6 +40,14 @@ class Qwen35Loaded : public LoadedModel {
 
 std::vector<std::string> supported_architectures() {
   return {kFullRuntime, "qwen35"};
+}
+
+std::unique_ptr<MultiSequenceModel> LoadedModel::new_sequences(int n, const SessionOptions& options,
+                                                               ThreadPool* pool) const {
+  if (n < 1) fail("at least one sequence is needed, not {}", n);
+  std::vector<std::unique_ptr<LanguageModel>> sessions;
+  for (int i = 0; i < n; ++i) sessions.push_back(new_session(options, pool));
+  return std::make_unique<InterleavedSessions>(std::move(sessions));
 }
 
 void LoadedModel::fail_no_cuda() const {

@@ -1,9 +1,10 @@
 // The architecture registry: the one place that maps a GGUF file's general.architecture to the
 // code that runs it, so the layers above src/model/ (api, generate, tools) name no architecture.
 //
-// Architectures with their own device runtime, drafts and multi-sequence batch path (gemma4)
-// are loaded by those paths directly; every other registered architecture runs through this
-// generic interface: CPU sessions (LanguageModel), no CUDA runtime, no speculative draft.
+// Architectures with their own device runtime and drafts (gemma4) are loaded by those paths
+// directly; every other registered architecture runs through this generic interface: CPU
+// sessions (LanguageModel) and multi-sequence batches (MultiSequenceModel), no CUDA runtime, no
+// speculative draft.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "runtime/language_model.h"
+#include "runtime/multi_sequence.h"
 #include "runtime/session_options.h"
 
 namespace boltrt {
@@ -28,6 +30,11 @@ class LoadedModel {
   // A new sequence on the CPU. The model and pool must outlive it; pool may be null.
   virtual std::unique_ptr<LanguageModel> new_session(const SessionOptions& options,
                                                      ThreadPool* pool) const = 0;
+  // n sequences decoded together (`batch`, `serve`). The default interleaves n new_session()s
+  // (each step reads the weights once per sequence); a model with a batched forward pass
+  // overrides it (model/batched_sessions.h).
+  virtual std::unique_ptr<MultiSequenceModel> new_sequences(int n, const SessionOptions& options,
+                                                            ThreadPool* pool) const;
   // The one error each for what the generic path does not run: a CUDA device, a draft.
   [[noreturn]] void fail_no_cuda() const;
   [[noreturn]] void fail_no_draft() const;
