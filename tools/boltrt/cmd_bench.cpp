@@ -18,6 +18,8 @@
 #include "device_options.h"
 #include "gguf/gguf.h"
 #include "model/gemma4.h"
+#include "model/model_description.h"
+#include "model/registry.h"
 #include "runtime/session.h"
 #include "runtime/thread_pool.h"
 #include "util/error.h"
@@ -61,55 +63,6 @@ double stddev(const std::vector<double>& v) {
   double s = 0;
   for (double x : v) s += (x - m) * (x - m);
   return std::sqrt(s / static_cast<double>(v.size() - 1));
-}
-
-// "gemma4 E4B Q4_K - Medium", as llama-bench names models (size from the layer count, type
-// from general.file_type).
-std::string model_description(const gguf::File& file, const Gemma4Config& c) {
-  const char* size = c.n_layer == 35   ? "E2B"
-                     : c.n_layer == 42 ? "E4B"
-                     : c.n_layer == 30 ? "26B.A4B"
-                     : c.n_layer == 60 ? "31B"
-                                       : "?B";
-  std::string type = "?";
-  switch (file.get_int("general.file_type").value_or(-1)) {
-    case 0:
-      type = "all F32";
-      break;
-    case 1:
-      type = "F16";
-      break;
-    case 2:
-      type = "Q4_0";
-      break;
-    case 7:
-      type = "Q8_0";
-      break;
-    case 10:
-      type = "Q2_K - Medium";
-      break;
-    case 12:
-      type = "Q3_K - Medium";
-      break;
-    case 14:
-      type = "Q4_K - Small";
-      break;
-    case 15:
-      type = "Q4_K - Medium";
-      break;
-    case 17:
-      type = "Q5_K - Medium";
-      break;
-    case 18:
-      type = "Q6_K";
-      break;
-    case 32:
-      type = "BF16";
-      break;
-    default:
-      break;
-  }
-  return fmt::format("gemma4 {} {}", size, type);
 }
 
 // "512,1024" -> {512, 1024}; each value an integer >= min (one error line otherwise).
@@ -165,13 +118,31 @@ void run(const BenchArgs& args) {
   const bool json = args.json || args.output == "json";
   if (!json && args.output != "md") fail("-o: '{}' is not md or json", args.output);
   for (int& t : thread_counts) t = t > 0 ? t : default_threads();
-  auto model = Gemma4Model::load(args.model);
-  const Gemma4Config& c = model->config();
-  const bool on_cuda = resolve_device(args.device, *model) == ComputeDevice::kCuda;
-  std::shared_ptr<const CudaGemma4> cuda = on_cuda ? load_cuda_gemma4(*model) : nullptr;
+  // An architecture from the registry runs CPU sessions; the one with its own runtime may run
+  // on CUDA.
+  std::unique_ptr<gguf::File> opened = gguf::File::open(args.model);
+  const std::unique_ptr<LoadedModel> generic = load_generic_model(opened);
+  std::unique_ptr<Gemma4Model> model;
+  std::shared_ptr<const CudaGemma4> cuda;
+  if (generic) {
+    if (args.device == "cuda") generic->fail_no_cuda();
+  } else {
+    model = std::make_unique<Gemma4Model>(std::move(opened));
+    if (resolve_device(args.device, *model) == ComputeDevice::kCuda) {
+      cuda = load_cuda_gemma4(*model);
+    }
+  }
   if (cuda) fmt::print(stderr, "boltrt: {}\n", cuda->describe());
+  const gguf::File& file = generic ? generic->file() : model->file();
+  auto new_session = [&](const SessionOptions& options,
+                         ThreadPool* pool) -> std::unique_ptr<LanguageModel> {
+    if (generic) return generic->new_session(options, pool);
+    if (cuda) return cuda->new_session(options);
+    return std::make_unique<Gemma4Session>(*model, options, pool);
+  };
   std::mt19937 rng(1234);
-  std::uniform_int_distribution<int32_t> token(0, static_cast<int32_t>(c.n_vocab - 1));
+  // Token ids drawn over the vocabulary, set up once the first session says its size.
+  std::uniform_int_distribution<int32_t> token;
   auto random_tokens = [&](int n) {
     std::vector<int32_t> tokens(static_cast<size_t>(n));
     for (int32_t& t : tokens) t = token(rng);
@@ -196,8 +167,9 @@ void run(const BenchArgs& args) {
       options.n_ctx = r.depth + most_prompt + most_gen;
       options.n_batch = args.batch;
       options.kv_type = *kv_type;
-      sequence = cuda ? cuda->new_session(options)
-                      : std::make_unique<Gemma4Session>(*model, options, pool.get());
+      sequence = new_session(options, pool.get());
+      token =
+          std::uniform_int_distribution<int32_t>(0, static_cast<int32_t>(sequence->n_vocab() - 1));
       session_threads = r.threads;
       session_depth = r.depth;
       depth_prompt = random_tokens(r.depth);
@@ -232,11 +204,11 @@ void run(const BenchArgs& args) {
   }
 
   uint64_t bytes = 0, params = 0;
-  for (const gguf::TensorInfo& t : model->file().tensors()) {
+  for (const gguf::TensorInfo& t : file.tensors()) {
     bytes += t.nbytes;
     params += static_cast<uint64_t>(t.n_elements());
   }
-  const std::string desc = model_description(model->file(), c);
+  const std::string desc = model_description(file);
   if (json) {
     nlohmann::json out = nlohmann::json::array();
     for (const Result& r : results) {

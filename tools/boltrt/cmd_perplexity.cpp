@@ -11,7 +11,9 @@
 #include <string>
 
 #include "command.h"
+#include "gguf/gguf.h"
 #include "model/gemma4.h"
+#include "model/registry.h"
 #include "runtime/perplexity.h"
 #include "runtime/session.h"
 #include "runtime/thread_pool.h"
@@ -50,8 +52,13 @@ void run(const PerplexityArgs& args) {
          args.n_ctx);
   }
   const std::string text = read_text(args.text_file);
-  auto model = Gemma4Model::load(args.model);
-  const auto tokenizer = text::Tokenizer::from_gguf(model->file());
+  // Any architecture: one from the registry, else the one with its own runtime (CPU sessions).
+  std::unique_ptr<gguf::File> opened = gguf::File::open(args.model);
+  const std::unique_ptr<LoadedModel> generic = load_generic_model(opened);
+  const std::unique_ptr<Gemma4Model> model =
+      generic ? nullptr : std::make_unique<Gemma4Model>(std::move(opened));
+  const gguf::File& file = generic ? generic->file() : model->file();
+  const auto tokenizer = text::Tokenizer::from_gguf(file);
   // common_tokenize(ctx, text, add_special=true, parse_special=false), as llama-perplexity does.
   const std::vector<text::TokenId> tokens = tokenizer->encode(text, true, false);
   const int32_t bos = tokenizer->add_bos() ? tokenizer->bos() : -1;
@@ -77,6 +84,7 @@ void run(const PerplexityArgs& args) {
   const auto result = compute_perplexity(
       tokens, bos, options,
       [&]() -> std::unique_ptr<LanguageModel> {
+        if (generic) return generic->new_session(session_options, &pool);
         return std::make_unique<Gemma4Session>(*model, session_options, &pool);
       },
       [](int64_t window, double running) {
