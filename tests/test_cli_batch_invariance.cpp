@@ -23,17 +23,13 @@
 namespace boltrt {
 namespace {
 
+using test::shell_quote;
+
 namespace fs = std::filesystem;
 using Outcome = test::CommandOutput;
 
-std::string quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
 std::string boltrt() {
-  return quote(test::cli_path());
+  return shell_quote(test::cli_path());
 }
 
 std::string tiny(const std::string& name) {
@@ -55,7 +51,7 @@ class CliBatchInvariance : public ::testing::Test {
          {"f16", "bf16", "q8_0", "q4_0", "q4_k", "q6_k", "q4_k_m", "q5_k_m", "q4_1", "q5_1"}) {
       const std::string path = dir_ + "/tiny-" + type + ".gguf";
       const Outcome r = test::run_command_split(boltrt() + " synth --preset tiny --type " + type +
-                                                " -o " + quote(path));
+                                                " -o " + shell_quote(path));
       if (r.status != 0) {
         error_ += std::string(type) + ": " + r.err;
         continue;
@@ -66,7 +62,7 @@ class CliBatchInvariance : public ::testing::Test {
     // routing of the other tokens
     const std::string moe = dir_ + "/tiny-moe-q4_k_m.gguf";
     const Outcome r = test::run_command_split(
-        boltrt() + " synth --preset tiny-moe --type q4_k_m -o " + quote(moe));
+        boltrt() + " synth --preset tiny-moe --type q4_k_m -o " + shell_quote(moe));
     if (r.status != 0) error_ += "tiny-moe: " + r.err;
     models_["moe-q4_k_m"] = moe;
   }
@@ -74,8 +70,8 @@ class CliBatchInvariance : public ::testing::Test {
 
   static std::string logits(const std::string& model, const std::string& args,
                             const std::string& env = "") {
-    const Outcome r = test::run_command_split(env + " " + boltrt() + " logits -m " + quote(model) +
-                                              " -p " + kIds + " " + args);
+    const Outcome r = test::run_command_split(env + " " + boltrt() + " logits -m " +
+                                              shell_quote(model) + " -p " + kIds + " " + args);
     EXPECT_EQ(r.status, 0) << model << " " << args << ": " << r.err;
     EXPECT_FALSE(r.out.empty());
     return r.out;
@@ -123,12 +119,12 @@ TEST_F(CliBatchInvariance, LogitsIndependentOfMicroBatchAndThreadsAtEverySimdLev
 }
 
 TEST_F(CliBatchInvariance, DraftedGreedyOutputEqualsPlainDecodingForEveryDraftLength) {
-  const std::string base = boltrt() + " generate -m " + quote(tiny("tiny-f32.gguf")) +
+  const std::string base = boltrt() + " generate -m " + shell_quote(tiny("tiny-f32.gguf")) +
                            " -p 'Mr. Darcy walked' -n 96 --temp 0 -t 2";
   const Outcome plain = test::run_command_split(base);
   ASSERT_EQ(plain.status, 0) << plain.err;
   ASSERT_FALSE(plain.out.empty());
-  const std::string draft = " --draft " + quote(tiny("tiny-dflash.gguf"));
+  const std::string draft = " --draft " + shell_quote(tiny("tiny-dflash.gguf"));
   // fixed lengths (--draft-min = --draft-max) give every verify batch size; then the adaptive
   // policy, whose timed choice differs from run to run
   std::vector<std::string> policies;
@@ -172,9 +168,9 @@ TEST_F(CliBatchInvariance, BatchResultsIndependentOfParallelSequences) {
         const std::string output =
             dir_ + "/results-" + std::to_string(parallel) + "-" + threads + ".jsonl";
         const Outcome r = test::run_command_split(
-            boltrt() + " batch -m " + quote(model) + " --input " + quote(input) + " --output " +
-            quote(output) + " --temp 0 --progress off --overwrite -t " + threads + " --parallel " +
-            std::to_string(parallel));
+            boltrt() + " batch -m " + shell_quote(model) + " --input " + shell_quote(input) +
+            " --output " + shell_quote(output) + " --temp 0 --progress off --overwrite -t " +
+            threads + " --parallel " + std::to_string(parallel));
         ASSERT_EQ(r.status, 0) << r.err;
         std::ifstream in(output);
         std::string line;

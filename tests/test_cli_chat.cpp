@@ -13,13 +13,9 @@
 namespace boltrt {
 namespace {
 
-namespace fs = std::filesystem;
+using test::shell_quote;
 
-std::string quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
+namespace fs = std::filesystem;
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -35,7 +31,7 @@ Outcome run(const std::string& command) {
 }
 
 std::string boltrt() {
-  return quote(test::cli_path());
+  return shell_quote(test::cli_path());
 }
 
 class CliChat : public ::testing::Test {
@@ -44,15 +40,15 @@ class CliChat : public ::testing::Test {
     dir_ = test::scratch_dir("cli_chat");
     model_ = dir_ + "/tiny-q8_0.gguf";
     const std::string vocab = test::source_dir() + "/tests/data/vocab/ggml-vocab-gemma-4.gguf";
-    std::string command = boltrt() + " synth --preset tiny --type q8_0 -o " + quote(model_);
-    if (fs::exists(vocab)) command += " --vocab-from " + quote(vocab);
+    std::string command = boltrt() + " synth --preset tiny --type q8_0 -o " + shell_quote(model_);
+    if (fs::exists(vocab)) command += " --vocab-from " + shell_quote(vocab);
     const Outcome r = run(command);
     synth_error_ = r.status == 0 ? "" : command + " failed: " + r.out + r.err;
   }
   void SetUp() override { ASSERT_EQ(synth_error_, "") << "cannot synthesize the test model"; }
 
   static std::string chat(const std::string& args) {
-    return boltrt() + " chat -m " + quote(model_) + " -t 2 --temp 0 -n 8 " + args;
+    return boltrt() + " chat -m " + shell_quote(model_) + " -t 2 --temp 0 -n 8 " + args;
   }
 
   static std::string dir_, model_, synth_error_;
@@ -61,7 +57,7 @@ std::string CliChat::dir_, CliChat::model_, CliChat::synth_error_;
 
 TEST_F(CliChat, PipedTurnsMatchGenerate) {
   const Outcome first =
-      run(boltrt() + " generate -m " + quote(model_) + " -t 2 --temp 0 -n 8 --chat -p hello");
+      run(boltrt() + " generate -m " + shell_quote(model_) + " -t 2 --temp 0 -n 8 --chat -p hello");
   ASSERT_EQ(first.status, 0) << first.err;
   const Outcome r = run("printf 'hello\\n/stats\\nand then?\\n/exit\\nignored\\n' | " + chat(""));
   ASSERT_EQ(r.status, 0) << r.err;
@@ -99,7 +95,7 @@ TEST_F(CliChat, TerminalSession) {
     GTEST_SKIP() << "util-linux `script` is not installed (needed for a pseudo-terminal)";
   }
   const Outcome r = run("(printf 'hello\\n'; sleep 3; printf '/exit\\n') | script -qec " +
-                        quote(chat("")) + " /dev/null");
+                        shell_quote(chat("")) + " /dev/null");
   EXPECT_EQ(r.status, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("/help for commands"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("> "), std::string::npos) << r.out;
@@ -112,10 +108,10 @@ TEST_F(CliChat, TerminalSession) {
       "grep -q -- '^[^ ]*boltrt chat .*--seed 7391577' && pid=${f#/proc/} && pid=${pid%/*}; done; "
       "m=$(awk '/^SigCgt/{print $2}' /proc/${pid:-0}/status 2>/dev/null); "
       "[ -n \"$m\" ] && (( 0x$m & 2 )) && break; sleep 0.05; done; sleep 0.5; ";
-  const Outcome interrupted =
-      run("bash -c " + quote("(" + wait_for_handler +
-                             "printf '\\003'; sleep 1; printf '\\003'; sleep 2) | script -qec " +
-                             quote(chat("--seed 7391577")) + " /dev/null"));
+  const Outcome interrupted = run(
+      "bash -c " + shell_quote("(" + wait_for_handler +
+                               "printf '\\003'; sleep 1; printf '\\003'; sleep 2) | script -qec " +
+                               shell_quote(chat("--seed 7391577")) + " /dev/null"));
   EXPECT_EQ(interrupted.status, 130) << interrupted.out << interrupted.err;
   EXPECT_NE(interrupted.out.find("press Ctrl-C again"), std::string::npos) << interrupted.out;
 }
@@ -133,7 +129,7 @@ TEST_F(CliChat, InterruptAtThePromptExits130) {
       "; for i in $(seq 1200); do m=$(awk '/^SigCgt/{print $2}' /proc/$pid/status 2>/dev/null); "
       "[ -n \"$m\" ] && (( 0x$m & 2 )) && break; sleep 0.05; done; sleep 0.5; "
       "kill -INT $pid; sleep 1; kill -INT $pid; wait $pid; echo status=$?; exec 3>&-";
-  const Outcome r = run("bash -c " + quote(script));
+  const Outcome r = run("bash -c " + shell_quote(script));
   EXPECT_NE(r.out.find("status=130"), std::string::npos) << r.out << r.err;
   EXPECT_NE(r.err.find("press Ctrl-C again"), std::string::npos) << r.err;
 }

@@ -17,24 +17,21 @@
 namespace boltrt {
 namespace {
 
-std::string quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
+using test::shell_quote;
 
 class CliQwen35 : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = test::scratch_dir("cli_qwen35");
     model_ = dir_ + "/tiny.gguf";
-    const auto r = test::run_command_split(
-        quote(test::cli_path()) + " synth --arch qwen35 --preset tiny -o " + quote(model_));
+    const auto r =
+        test::run_command_split(shell_quote(test::cli_path()) +
+                                " synth --arch qwen35 --preset tiny -o " + shell_quote(model_));
     synth_error_ = r.status == 0 ? "" : r.out + r.err;
   }
   void SetUp() override { ASSERT_EQ(synth_error_, "") << "cannot synthesize the test model"; }
   static std::string boltrt(const std::string& args) {
-    return quote(test::cli_path()) + " " + args;
+    return shell_quote(test::cli_path()) + " " + args;
   }
   static std::string dir_, model_, synth_error_;
 };
@@ -43,16 +40,17 @@ std::string CliQwen35::dir_, CliQwen35::model_, CliQwen35::synth_error_;
 const char* kPrompt = "hello the world is";
 
 TEST_F(CliQwen35, GreedyGenerateEqualsLlamaCompletion) {
-  const auto ours =
-      test::run_command_split(boltrt("generate -m " + quote(model_) + " -p " + quote(kPrompt) +
-                                     " -n 24 --temp 0 -t 2 --kv-type f32 --json"));
+  const auto ours = test::run_command_split(boltrt("generate -m " + shell_quote(model_) + " -p " +
+                                                   shell_quote(kPrompt) +
+                                                   " -n 24 --temp 0 -t 2 --kv-type f32 --json"));
   ASSERT_EQ(ours.status, 0) << ours.err;
   const auto doc = nlohmann::json::parse(ours.out);
   EXPECT_EQ(doc["n_tokens"].get<int>(), 24);
   const std::string bin = test::llama_ref_bin();
   if (bin.empty()) GTEST_SKIP() << "llama-ref is not built (shared/tools/llama-ref/build.sh)";
   const auto theirs = test::run_command_split(
-      quote(bin + "/llama-completion") + " -m " + quote(model_) + " -p " + quote(kPrompt) +
+      shell_quote(bin + "/llama-completion") + " -m " + shell_quote(model_) + " -p " +
+      shell_quote(kPrompt) +
       " -n 24 --temp 0 -t 2 -ctk f32 -ctv f32 -fa off -no-cnv --no-display-prompt --no-warmup "
       "--simple-io </dev/null");
   ASSERT_EQ(theirs.status, 0) << theirs.err;
@@ -75,9 +73,9 @@ TEST_F(CliQwen35, BatchRunsInterleavedSequencesWithTheSameText) {
                     << "\n"
                     << R"({"id":"b","prompt":"the cat","max_tokens":8,"temperature":0})"
                     << "\n";
-  const auto r =
-      test::run_command_split(boltrt("batch -m " + quote(model_) + " --input " + quote(in) +
-                                     " --output " + quote(out) + " --parallel 2 -t 2 --overwrite"));
+  const auto r = test::run_command_split(boltrt("batch -m " + shell_quote(model_) + " --input " +
+                                                shell_quote(in) + " --output " + shell_quote(out) +
+                                                " --parallel 2 -t 2 --overwrite"));
   ASSERT_EQ(r.status, 0) << r.err;
   std::ifstream lines(out);
   std::string line;
@@ -85,8 +83,9 @@ TEST_F(CliQwen35, BatchRunsInterleavedSequencesWithTheSameText) {
   while (std::getline(lines, line)) {
     const auto doc = nlohmann::json::parse(line);
     const std::string prompt = doc["id"] == "a" ? "hello the world is" : "the cat";
-    const auto alone = test::run_command_split(
-        boltrt("generate -m " + quote(model_) + " -p " + quote(prompt) + " -n 8 --temp 0 -t 1"));
+    const auto alone =
+        test::run_command_split(boltrt("generate -m " + shell_quote(model_) + " -p " +
+                                       shell_quote(prompt) + " -n 8 --temp 0 -t 1"));
     ASSERT_EQ(alone.status, 0) << alone.err;
     EXPECT_EQ(doc["text"].get<std::string>(), alone.out) << doc["id"];
     ++n;
@@ -100,10 +99,10 @@ TEST_F(CliQwen35, UnsupportedRequestsAreOneClearError) {
     EXPECT_NE(r.status, 0) << args;
     return r.err;
   };
-  EXPECT_NE(err("generate -m " + quote(model_) + " -p hi -n 2 --device cuda")
+  EXPECT_NE(err("generate -m " + shell_quote(model_) + " -p hi -n 2 --device cuda")
                 .find("no CUDA runtime for architecture 'qwen35'"),
             std::string::npos);
-  EXPECT_NE(err("generate -m " + quote(model_) + " -p hi -n 2 --draft " + quote(model_))
+  EXPECT_NE(err("generate -m " + shell_quote(model_) + " -p hi -n 2 --draft " + shell_quote(model_))
                 .find("speculative drafts are not supported for architecture 'qwen35'"),
             std::string::npos);
   // the same file claiming another architecture
@@ -118,7 +117,7 @@ TEST_F(CliQwen35, UnsupportedRequestsAreOneClearError) {
     w.set_string("general.architecture", "llama");
     w.write(other);
   }
-  EXPECT_NE(err("generate -m " + quote(other) + " -p hi -n 2")
+  EXPECT_NE(err("generate -m " + shell_quote(other) + " -p hi -n 2")
                 .find("architecture 'llama' is not supported (supported: gemma4, qwen35)"),
             std::string::npos);
 }

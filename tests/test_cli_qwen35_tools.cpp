@@ -21,14 +21,10 @@
 namespace boltrt {
 namespace {
 
-std::string quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
+using test::shell_quote;
 
 std::string boltrt(const std::string& args) {
-  return quote(test::cli_path()) + " " + args;
+  return shell_quote(test::cli_path()) + " " + args;
 }
 
 std::vector<char> read_all(const std::string& path) {
@@ -47,7 +43,7 @@ class CliQwen35Tools : public ::testing::Test {
     for (const auto& [path, flags] : {std::pair{model_, std::string()},
                                       std::pair{untied_, std::string(" --untied --nextn 1")}}) {
       const auto r = test::run_command_split(
-          boltrt("synth --arch qwen35 --preset tiny" + flags + " -o " + quote(path)));
+          boltrt("synth --arch qwen35 --preset tiny" + flags + " -o " + shell_quote(path)));
       if (r.status != 0) synth_error_ += r.out + r.err;
     }
   }
@@ -106,7 +102,7 @@ TEST_F(CliQwen35Tools, QuantizeIsByteIdenticalWithLlamaQuantize) {
       SCOPED_TRACE(in + " " + ftype);
       const std::string out = in + "." + ftype + ".boltrt.gguf";
       const auto r = test::run_command_split(
-          boltrt("quantize " + quote(in) + " " + quote(out) + " " + ftype + " -t 2"));
+          boltrt("quantize " + shell_quote(in) + " " + shell_quote(out) + " " + ftype + " -t 2"));
       ASSERT_EQ(r.status, 0) << r.err;
       const auto src = gguf::File::open(in);
       const auto q = gguf::File::open(out);
@@ -127,13 +123,13 @@ TEST_F(CliQwen35Tools, QuantizeIsByteIdenticalWithLlamaQuantize) {
       EXPECT_GT(converted, 10);
       if (in == untied_ && std::string(ftype) == "Q4_K_M") expect_q4_k_m_mix(*q);
       const auto g = test::run_command_split(
-          boltrt("generate -m " + quote(out) + " -p hello -n 4 --temp 0 -t 1"));
+          boltrt("generate -m " + shell_quote(out) + " -p hello -n 4 --temp 0 -t 1"));
       EXPECT_EQ(g.status, 0) << g.err;
       if (bin.empty()) continue;
       const std::string ref = in + "." + ftype + ".llama.gguf";
       std::string log;
-      ASSERT_EQ(test::run_command(quote(bin + "/llama-quantize") + " " + quote(in) + " " +
-                                      quote(ref) + " " + ftype + " 2",
+      ASSERT_EQ(test::run_command(shell_quote(bin + "/llama-quantize") + " " + shell_quote(in) +
+                                      " " + shell_quote(ref) + " " + ftype + " 2",
                                   &log),
                 0)
           << log;
@@ -179,8 +175,9 @@ Perplexity parse_perplexity(const std::string& out) {
 TEST_F(CliQwen35Tools, PerplexityIsDeterministicAndEqualsLlamaPerplexity) {
   const std::string text = test::source_dir() + "/tests/data/perplexity/sample.txt";
   auto ours = [&](const std::string& flags) {
-    const auto r = test::run_command_split(boltrt("perplexity -m " + quote(model_) + " -f " +
-                                                  quote(text) + " -c 128 --chunks 3 " + flags));
+    const auto r =
+        test::run_command_split(boltrt("perplexity -m " + shell_quote(model_) + " -f " +
+                                       shell_quote(text) + " -c 128 --chunks 3 " + flags));
     EXPECT_EQ(r.status, 0) << r.err;
     return r.out;
   };
@@ -199,10 +196,11 @@ TEST_F(CliQwen35Tools, PerplexityIsDeterministicAndEqualsLlamaPerplexity) {
                     "comparison with llama-perplexity";
   }
   std::string log;
-  ASSERT_EQ(test::run_command(quote(bin + "/llama-perplexity") + " -m " + quote(model_) + " -f " +
-                                  quote(text) + " -c 128 --chunks 3 -t 2 2>&1",
-                              &log),
-            0)
+  ASSERT_EQ(
+      test::run_command(shell_quote(bin + "/llama-perplexity") + " -m " + shell_quote(model_) +
+                            " -f " + shell_quote(text) + " -c 128 --chunks 3 -t 2 2>&1",
+                        &log),
+      0)
       << log;
   const Perplexity ref = parse_perplexity(log);
   ASSERT_EQ(ref.running.size(), p.running.size()) << log;
@@ -218,7 +216,7 @@ TEST_F(CliQwen35Tools, PerplexityIsDeterministicAndEqualsLlamaPerplexity) {
 
 TEST_F(CliQwen35Tools, BenchRunsEveryRow) {
   const auto r = test::run_command_split(
-      boltrt("bench -m " + quote(model_) + " -p 64 -n 16 -r 1 -t 1,2 -o json"));
+      boltrt("bench -m " + shell_quote(model_) + " -p 64 -n 16 -r 1 -t 1,2 -o json"));
   ASSERT_EQ(r.status, 0) << r.err;
   const auto doc = nlohmann::json::parse(r.out);
   ASSERT_EQ(doc.size(), 4u) << r.out;
@@ -232,8 +230,8 @@ TEST_F(CliQwen35Tools, BenchRunsEveryRow) {
     EXPECT_GT(row.at("avg_ts").get<double>(), 0.0);
   }
   // A depth, markdown: rolls back to the depth's recurrent state before every repetition.
-  const auto md =
-      test::run_command_split(boltrt("bench -m " + quote(model_) + " -p 8 -n 4 -d 16 -r 2 -t 1"));
+  const auto md = test::run_command_split(
+      boltrt("bench -m " + shell_quote(model_) + " -p 8 -n 4 -d 16 -r 2 -t 1"));
   ASSERT_EQ(md.status, 0) << md.err;
   EXPECT_NE(md.out.find("| qwen35 ?B all F32 |"), std::string::npos) << md.out;
   EXPECT_NE(md.out.find("| pp8 @ d16 |"), std::string::npos) << md.out;
@@ -243,10 +241,10 @@ TEST_F(CliQwen35Tools, BenchRunsEveryRow) {
 TEST_F(CliQwen35Tools, UnsupportedDevicesAreTheRegistrysError) {
   const std::string text = test::source_dir() + "/tests/data/perplexity/sample.txt";
   for (const std::string& args :
-       {"bench -m " + quote(model_) + " -p 8 -n 2 -r 1 --device cuda",
-        "eval -m " + quote(model_) + " --suite tool-calling --suite-size 1 --device cuda",
-        "eval -m " + quote(model_) + " --suite tool-calling --suite-size 1 --draft " +
-            quote(model_)}) {
+       {"bench -m " + shell_quote(model_) + " -p 8 -n 2 -r 1 --device cuda",
+        "eval -m " + shell_quote(model_) + " --suite tool-calling --suite-size 1 --device cuda",
+        "eval -m " + shell_quote(model_) + " --suite tool-calling --suite-size 1 --draft " +
+            shell_quote(model_)}) {
     const auto r = test::run_command_split(boltrt(args));
     EXPECT_EQ(r.status, 1) << args;
     const bool cuda = args.find("--device cuda") != std::string::npos;
@@ -269,10 +267,11 @@ TEST_F(CliQwen35Tools, EvalComparesGemmaAndQwenInOneReport) {
       << "\n";
   const std::string gemma = test::source_dir() + "/models/tiny/tiny-q8_0.gguf";
   const std::string report = dir_ + "/report.json";
-  const auto r = test::run_command_split(
-      boltrt("eval -m " + quote(gemma) + " -m " + quote(model_) + " --tasks " + quote(tasks) +
-             " --suite tool-calling --suite-size 1 -t 1 --parallel 2 --progress off -o " +
-             quote(report) + " --html " + quote(dir_ + "/report.html") + " --overwrite"));
+  const auto r = test::run_command_split(boltrt(
+      "eval -m " + shell_quote(gemma) + " -m " + shell_quote(model_) + " --tasks " +
+      shell_quote(tasks) +
+      " --suite tool-calling --suite-size 1 -t 1 --parallel 2 --progress off -o " +
+      shell_quote(report) + " --html " + shell_quote(dir_ + "/report.html") + " --overwrite"));
   ASSERT_EQ(r.status, 0) << r.err;
   std::ifstream in(report);
   const auto doc = nlohmann::json::parse(in);
@@ -317,7 +316,8 @@ TEST_F(CliQwen35Tools, EvalComparesGemmaAndQwenInOneReport) {
 }
 
 TEST_F(CliQwen35Tools, InspectAndTokenizeReadTheFile) {
-  const auto inspect = test::run_command_split(boltrt("inspect " + quote(untied_) + " --json"));
+  const auto inspect =
+      test::run_command_split(boltrt("inspect " + shell_quote(untied_) + " --json"));
   ASSERT_EQ(inspect.status, 0) << inspect.err;
   const auto doc = nlohmann::json::parse(inspect.out);
   EXPECT_EQ(doc.at("architecture"), "qwen35");
@@ -326,7 +326,7 @@ TEST_F(CliQwen35Tools, InspectAndTokenizeReadTheFile) {
 
   const std::string prompt = "Hello world, 123 héllo!";
   const auto ours = test::run_command_split(
-      boltrt("tokenize -m " + quote(model_) + " -p " + quote(prompt) + " --ids"));
+      boltrt("tokenize -m " + shell_quote(model_) + " -p " + shell_quote(prompt) + " --ids"));
   ASSERT_EQ(ours.status, 0) << ours.err;
   EXPECT_EQ(ours.out.rfind("[", 0), 0u) << ours.out;
   const std::string bin = test::llama_ref_bin();
@@ -335,8 +335,8 @@ TEST_F(CliQwen35Tools, InspectAndTokenizeReadTheFile) {
                     "comparison with llama-tokenize";
   }
   const auto theirs =
-      test::run_command_split(quote(bin + "/llama-tokenize") + " -m " + quote(model_) + " -p " +
-                              quote(prompt) + " --ids --log-disable");
+      test::run_command_split(shell_quote(bin + "/llama-tokenize") + " -m " + shell_quote(model_) +
+                              " -p " + shell_quote(prompt) + " --ids --log-disable");
   ASSERT_EQ(theirs.status, 0) << theirs.err;
   EXPECT_EQ(ours.out, theirs.out);
 }

@@ -17,14 +17,10 @@
 namespace boltrt {
 namespace {
 
+using test::shell_quote;
+
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-std::string quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
 
 const std::string& model() {
   static const std::string path = test::source_dir() + "/models/tiny/tiny-q8_0.gguf";
@@ -36,8 +32,8 @@ const std::string& draft() {
 }
 
 json generate(const std::string& args) {
-  const std::string command =
-      quote(test::cli_path()) + " generate -m " + quote(model()) + " -t 1 --temp 0 --json " + args;
+  const std::string command = shell_quote(test::cli_path()) + " generate -m " +
+                              shell_quote(model()) + " -t 1 --temp 0 --json " + args;
   const test::CommandOutput r = test::run_command_split(command);
   EXPECT_EQ(r.status, 0) << command << "\n" << r.err;
   if (r.status != 0) return json::object();
@@ -78,7 +74,8 @@ TEST(TinyDFlash, DraftedOutputEqualsPlainAndAcceptsAboveTheFloor) {
     const json plain = generate(c.args);
     for (const std::string mode : {"", " --draft-max 7 --draft-min 7"}) {
       SCOPED_TRACE(mode.empty() ? "adaptive draft length" : "fixed draft length 7");
-      const json drafted = generate(std::string(c.args) + " --draft " + quote(draft()) + mode);
+      const json drafted =
+          generate(std::string(c.args) + " --draft " + shell_quote(draft()) + mode);
       ASSERT_TRUE(plain.contains("tokens") && drafted.contains("draft"));
       EXPECT_EQ(drafted["tokens"], plain["tokens"]);
       EXPECT_EQ(drafted["text"], plain["text"]);

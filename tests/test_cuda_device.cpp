@@ -19,11 +19,7 @@
 namespace boltrt {
 namespace {
 
-std::string quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
+using test::shell_quote;
 
 bool cuda_usable() {
   return cuda_unavailable_reason().empty();
@@ -58,9 +54,9 @@ TEST(CudaDevice, CudaWithoutAUsableDeviceIsOneClearLine) {
     // A real GPU is present: hide it from a child process (the CUDA runtime reads
     // CUDA_VISIBLE_DEVICES once, at its start), where --device cuda must be one error line and
     // --device auto must fall back to the CPU.
-    const std::string model = quote(test::source_dir() + "/models/tiny/tiny-q8_0.gguf");
-    const std::string base = "CUDA_VISIBLE_DEVICES= " + quote(test::cli_path()) + " generate -m " +
-                             model + " -p 'Mr. Darcy' -n 4 --temp 0 ";
+    const std::string model = shell_quote(test::source_dir() + "/models/tiny/tiny-q8_0.gguf");
+    const std::string base = "CUDA_VISIBLE_DEVICES= " + shell_quote(test::cli_path()) +
+                             " generate -m " + model + " -p 'Mr. Darcy' -n 4 --temp 0 ";
     const test::CommandOutput cuda = test::run_command_split(base + "--device cuda");
     EXPECT_EQ(cuda.status, 1) << cuda.err;
     EXPECT_EQ(cuda.err.rfind("boltrt: error: device cuda requested but no usable CUDA device: ", 0),
@@ -118,8 +114,8 @@ TEST_F(CudaDeviceModel, ApiDeviceOption) {
 }
 
 TEST_F(CudaDeviceModel, CliDeviceFlag) {
-  const std::string cli = quote(test::cli_path()) + " ";
-  const std::string model = " -m " + quote(path_);
+  const std::string cli = shell_quote(test::cli_path()) + " ";
+  const std::string model = " -m " + shell_quote(path_);
   for (const char* command : {"generate", "bench"}) {
     const std::string args = std::string(command) == "generate"
                                  ? model + " -p hi -n 2 --temp 0 -c 64"

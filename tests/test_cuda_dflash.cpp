@@ -15,11 +15,7 @@
 namespace boltrt {
 namespace {
 
-std::string quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
+using test::shell_quote;
 
 class CudaDFlash : public ::testing::Test {
  protected:
@@ -27,15 +23,15 @@ class CudaDFlash : public ::testing::Test {
 
   static test::CommandOutput generate(const std::string& prompt, const std::string& extra) {
     const std::string tiny = test::source_dir() + "/models/tiny/";
-    return test::run_command_split(quote(test::cli_path()) + " generate -m " +
-                                   quote(tiny + "tiny-q8_0.gguf") + " -p " + quote(prompt) +
-                                   " -n 32 --temp 0 --device cuda " + extra);
+    return test::run_command_split(shell_quote(test::cli_path()) + " generate -m " +
+                                   shell_quote(tiny + "tiny-q8_0.gguf") + " -p " +
+                                   shell_quote(prompt) + " -n 32 --temp 0 --device cuda " + extra);
   }
 };
 
 TEST_F(CudaDFlash, DraftedGreedyOutputEqualsPlainDeviceDecoding) {
   const std::string draft =
-      " --draft " + quote(test::source_dir() + "/models/tiny/tiny-dflash.gguf");
+      " --draft " + shell_quote(test::source_dir() + "/models/tiny/tiny-dflash.gguf");
   for (const char* prompt : {"Mr. Darcy walked"}) {
     const auto plain = generate(prompt, "");
     ASSERT_EQ(plain.status, 0) << plain.err;

@@ -30,14 +30,10 @@
 namespace boltrt {
 namespace {
 
+using test::shell_quote;
+
 using Json = nlohmann::json;
 using Outcome = test::CommandOutput;
-
-std::string quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -69,7 +65,7 @@ void expect_same_sampled_start(const std::vector<int32_t>& plain,
 }
 
 std::string cli() {
-  return quote(test::cli_path());
+  return shell_quote(test::cli_path());
 }
 
 // One target + draft pair per test process (ctest runs the tests of this file in parallel).
@@ -84,19 +80,20 @@ class DraftFrontends : public ::testing::Test {
     // (With q8_0 weights the batched and the one-token forward round activations to int8 and
     // K/V to f16 at slightly different values now and then: still the same distribution, but
     // the same seed may take another path.)
-    const std::string command = cli() + " synth --preset tiny --type f32 -o " + quote(target_) +
-                                " && " + cli() + " synth-draft --dflash-for " + quote(target_) +
-                                " --block-size 5 -o " + quote(draft_);
+    const std::string command = cli() + " synth --preset tiny --type f32 -o " +
+                                shell_quote(target_) + " && " + cli() +
+                                " synth-draft --dflash-for " + shell_quote(target_) +
+                                " --block-size 5 -o " + shell_quote(draft_);
     const Outcome r = test::run_command_split(command);
     setup_error_ = r.status == 0 ? "" : command + " failed: " + r.out + r.err;
   }
   static void TearDownTestSuite() { std::filesystem::remove_all(dir_); }
   void SetUp() override { ASSERT_EQ(setup_error_, "") << "cannot synthesize the test pair"; }
 
-  static std::string model_args() { return " -m " + quote(target_) + " -t 2 -c 512 "; }
+  static std::string model_args() { return " -m " + shell_quote(target_) + " -t 2 -c 512 "; }
   // A fixed draft length of 3 (verify batches of 4) or the adaptive default.
   static std::string draft_args(bool fixed = true) {
-    return " --draft " + quote(draft_) + (fixed ? " --draft-max 3 --draft-min 3 " : " ");
+    return " --draft " + shell_quote(draft_) + (fixed ? " --draft-max 3 --draft-min 3 " : " ");
   }
 
   static std::string dir_, target_, draft_, setup_error_;
@@ -109,7 +106,7 @@ std::string DraftFrontends::dir_, DraftFrontends::target_, DraftFrontends::draft
 TEST_F(DraftFrontends, GenerateWithADraftEqualsPlain) {
   for (const std::string sampling : {"--temp 0", "--temp 0.9 --seed 11"}) {
     const std::string base = cli() + " generate" + model_args() + sampling +
-                             " -n 64 --ignore-eos --json -p " + quote("Once upon a time");
+                             " -n 64 --ignore-eos --json -p " + shell_quote("Once upon a time");
     const Outcome plain = test::run_command_split(base);
     ASSERT_EQ(plain.status, 0) << plain.err;
     for (bool fixed : {true, false}) {
@@ -150,13 +147,13 @@ TEST_F(DraftFrontends, GenerateWithADraftEqualsPlain) {
 
 TEST_F(DraftFrontends, GenerateRejectsBadDraftFlags) {
   const std::string base = cli() + " generate" + model_args() + "-n 4 -p hi";
-  const Outcome not_a_draft = test::run_command_split(base + " --draft " + quote(target_));
+  const Outcome not_a_draft = test::run_command_split(base + " --draft " + shell_quote(target_));
   EXPECT_EQ(not_a_draft.status, 1);
   EXPECT_EQ(not_a_draft.err.rfind("boltrt: error: ", 0), 0u) << not_a_draft.err;
-  const Outcome missing = test::run_command_split(base + " --draft " + quote(dir_ + "/none"));
+  const Outcome missing = test::run_command_split(base + " --draft " + shell_quote(dir_ + "/none"));
   EXPECT_EQ(missing.status, 1) << missing.err;
-  const Outcome bad_min =
-      test::run_command_split(base + " --draft " + quote(draft_) + " --draft-min 4 --draft-max 2");
+  const Outcome bad_min = test::run_command_split(base + " --draft " + shell_quote(draft_) +
+                                                  " --draft-min 4 --draft-max 2");
   EXPECT_EQ(bad_min.status, 1);
   EXPECT_NE(bad_min.err.find("--draft-min 4 is above --draft-max 2"), std::string::npos)
       << bad_min.err;
@@ -213,8 +210,8 @@ std::map<std::string, Json> results_by_id(const std::string& path) {
 TEST_F(DraftFrontends, BatchWithADraftEqualsPlain) {
   const std::string tiny = test::source_dir() + "/models/tiny/tiny-q8_0.gguf";
   const std::string tiny_draft = test::source_dir() + "/models/tiny/tiny-dflash.gguf";
-  const std::string args = " -m " + quote(tiny) + " -t 2 -c 512 ";
-  const std::string draft = " --draft " + quote(tiny_draft) + " --draft-max 3 --draft-min 3 ";
+  const std::string args = " -m " + shell_quote(tiny) + " -t 2 -c 512 ";
+  const std::string draft = " --draft " + shell_quote(tiny_draft) + " --draft-max 3 --draft-min 3 ";
   const std::string input = dir_ + "/requests.jsonl";
   std::ofstream(input)
       << R"({"id": "a", "prompt": "The quick brown fox", "max_tokens": 40})"
@@ -229,9 +226,9 @@ TEST_F(DraftFrontends, BatchWithADraftEqualsPlain) {
          "\n";
   auto run = [&](const std::string& name, const std::string& extra) {
     const std::string output = dir_ + "/" + name + ".jsonl";
-    const Outcome r = test::run_command_split(cli() + " batch" + args + "--temp 0 --input " +
-                                              quote(input) + " --output " + quote(output) +
-                                              " --overwrite --progress off " + extra);
+    const Outcome r = test::run_command_split(
+        cli() + " batch" + args + "--temp 0 --input " + shell_quote(input) + " --output " +
+        shell_quote(output) + " --overwrite --progress off " + extra);
     EXPECT_EQ(r.status, 0) << r.err;
     return std::make_pair(results_by_id(output), r.err);
   };
@@ -270,8 +267,8 @@ TEST_F(DraftFrontends, BatchWithADraftEqualsPlain) {
   }
   // --fake-model has no draft support: one clear error.
   const Outcome fake = test::run_command_split(
-      cli() + " batch --fake-model --input " + quote(input) + " --output " +
-      quote(dir_ + "/fake.jsonl") + " --overwrite --draft " + quote(draft_));
+      cli() + " batch --fake-model --input " + shell_quote(input) + " --output " +
+      shell_quote(dir_ + "/fake.jsonl") + " --overwrite --draft " + shell_quote(draft_));
   EXPECT_EQ(fake.status, 1);
   EXPECT_NE(fake.err.find("--draft needs a real model"), std::string::npos) << fake.err;
 }
@@ -405,9 +402,9 @@ const Gemma4Model& tiny_target() {
   static const std::unique_ptr<Gemma4Model> model = [] {
     const std::string dir = test::scratch_dir("draft_frontends_engine");
     const Outcome r = test::run_command_split(
-        cli() + " synth --preset tiny -o " + quote(dir + "/t.gguf") + " && " + cli() +
-        " synth-draft --dflash-for " + quote(dir + "/t.gguf") + " --block-size 6 -o " +
-        quote(dir + "/d.gguf"));
+        cli() + " synth --preset tiny -o " + shell_quote(dir + "/t.gguf") + " && " + cli() +
+        " synth-draft --dflash-for " + shell_quote(dir + "/t.gguf") + " --block-size 6 -o " +
+        shell_quote(dir + "/d.gguf"));
     if (r.status != 0) fail("synth failed: {}", r.err);
     return Gemma4Model::load(dir + "/t.gguf");
   }();

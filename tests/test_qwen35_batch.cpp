@@ -24,6 +24,8 @@
 namespace boltrt {
 namespace {
 
+using test::shell_quote;
+
 std::string synth_tiny(const std::string& dir) {
   const std::string path = dir + "/tiny.gguf";
   model::write_qwen35_synth(model::qwen35_preset("tiny"), {}, path);
@@ -198,12 +200,6 @@ TEST(Qwen35Batch, PromptCheckpointsStaySpreadAndBounded) {
   }
 }
 
-std::string quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
 TEST(Qwen35Batch, CliBatchParallel3EqualsParallel1) {
   const std::string dir = test::scratch_dir("qwen35_batch_cli");
   const std::string model = synth_tiny(dir);
@@ -225,10 +221,10 @@ TEST(Qwen35Batch, CliBatchParallel3EqualsParallel1) {
   int k = 0;
   for (const int parallel : {1, 3}) {
     const std::string out = dir + "/out" + std::to_string(parallel) + ".jsonl";
-    const auto r = test::run_command_split(quote(test::cli_path()) + " batch -m " + quote(model) +
-                                           " --input " + quote(in) + " --output " + quote(out) +
-                                           " --parallel " + std::to_string(parallel) +
-                                           " -t 2 --kv-type f32 --overwrite");
+    const auto r = test::run_command_split(
+        shell_quote(test::cli_path()) + " batch -m " + shell_quote(model) + " --input " +
+        shell_quote(in) + " --output " + shell_quote(out) + " --parallel " +
+        std::to_string(parallel) + " -t 2 --kv-type f32 --overwrite");
     ASSERT_EQ(r.status, 0) << r.err;
     if (parallel == 3) {
       EXPECT_NE(r.err.find("batched into one forward pass"), std::string::npos) << r.err;

@@ -31,6 +31,8 @@
 namespace boltrt {
 namespace {
 
+using test::shell_quote;
+
 namespace fs = std::filesystem;
 
 std::string tiny_path() {
@@ -362,31 +364,25 @@ TEST_F(ReasoningSpeculative, TextModelVocabularyHasTheToolCallMarkers) {
 
 // `boltrt generate --draft` on the CLI: a synthesized draft for the tiny model, the same JSON
 // (tokens, reasoning, content, reasoning_tokens) as without it.
-std::string quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
 TEST(ReasoningSpeculativeCli, GenerateWithDraftEqualsWithout) {
   if (!fs::exists(tiny_path())) GTEST_SKIP() << tiny_path() << " missing";
   const std::string dir = test::scratch_dir("reasoning_spec_cli");
   const std::string draft = dir + "/draft.gguf";
-  const std::string boltrt = quote(test::cli_path());
+  const std::string boltrt = shell_quote(test::cli_path());
   const auto synth =
-      test::run_command_split(boltrt + " synth-draft --dflash-for " + quote(tiny_path()) +
-                              " --block-size 8 -o " + quote(draft));
+      test::run_command_split(boltrt + " synth-draft --dflash-for " + shell_quote(tiny_path()) +
+                              " --block-size 8 -o " + shell_quote(draft));
   ASSERT_EQ(synth.status, 0) << synth.out << synth.err;
   for (const std::string extra :
        {"--reasoning-budget 17", "--reasoning-budget 0", "--reasoning-budget -1 -c 120"}) {
     SCOPED_TRACE(extra);
-    const std::string command = boltrt + " generate -m " + quote(tiny_path()) +
+    const std::string command = boltrt + " generate -m " + shell_quote(tiny_path()) +
                                 " -t 1 --kv-type f32 --chat --reasoning on -n 200 --temp 0 "
                                 "--json -p " +
-                                quote("What is 347 + 586?") + " " + extra;
+                                shell_quote("What is 347 + 586?") + " " + extra;
     const auto plain = test::run_command_split(command);
     ASSERT_EQ(plain.status, 0) << plain.err;
-    const auto drafted = test::run_command_split(command + " --draft " + quote(draft));
+    const auto drafted = test::run_command_split(command + " --draft " + shell_quote(draft));
     ASSERT_EQ(drafted.status, 0) << drafted.err;
     const auto p = nlohmann::json::parse(plain.out);
     const auto d = nlohmann::json::parse(drafted.out);

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <system_error>
@@ -71,6 +72,37 @@ std::string llama_ref_bin() {
   }
   if (!dir.empty() && fs::exists(fs::path(dir) / "llama_logits")) return dir;
   return "";
+}
+
+std::string llama_ref_tool(const std::string& name, std::string* error) {
+  namespace fs = std::filesystem;
+  const std::string bin = llama_ref_bin();
+  if (bin.empty()) {
+    *error = "llama-ref not built";
+    return "";
+  }
+  static std::map<std::string, std::string> built;  // name -> executable, this process
+  if (const auto it = built.find(name); it != built.end()) return it->second;
+  const fs::path tree = fs::path(bin) / ".." / ".." / "src";  // DIR/build/bin -> DIR/src
+  const std::string exe = scratch_dir("llama_ref_" + name) + "/" + name;
+  const std::string command = "c++ -O2 -std=c++17 -I" + shell_quote((tree / "include").string()) +
+                              " -I" + shell_quote((tree / "ggml" / "include").string()) + " " +
+                              shell_quote(source_dir() + "/tests/llama_ref/" + name + ".cpp") +
+                              " -L" + shell_quote(bin) + " -lllama -lggml -lggml-base -Wl,-rpath," +
+                              shell_quote(bin) + " -o " + shell_quote(exe);
+  std::string output;
+  if (run_command(command, &output) != 0) {
+    *error = command + "\n" + output;
+    return "";
+  }
+  built[name] = exe;
+  return exe;
+}
+
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
 }
 
 int run_command(const std::string& command, std::string* output) {

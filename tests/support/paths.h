@@ -14,6 +14,12 @@ std::string scratch_dir(const std::string& name);
 // llama-ref's bin directory ($LLAMA_REF_BIN, else $HOME/.cache/llama-ref/build/bin) or "" when
 // absent. Tests that need it skip with a message naming the build command.
 std::string llama_ref_bin();
+// tests/llama_ref/NAME.cpp compiled (c++, once per test process) against llama-ref's headers and
+// libraries: a program of ours that calls llama.cpp's API directly. Returns its path, or "" with
+// the compiler's output in *error (llama-ref absent: "llama-ref not built").
+std::string llama_ref_tool(const std::string& name, std::string* error);
+// `s` in single quotes for /bin/sh (each ' written as '\''), so any path or text is one word.
+std::string shell_quote(const std::string& s);
 // Runs a shell command, returns its exit status; stdout+stderr go to *output when given.
 int run_command(const std::string& command, std::string* output = nullptr);
 

@@ -1,6 +1,9 @@
 // boltrt logits -m FILE --ids 2,17,99 [-t N] [--kv-type f32|f16|q8_0|q4_0] [-b N] [--device D]
+//               [--digits N]
 // Prints one line per position, "pos argmax v0 v1 ... v(n_vocab-1)" with %.6g values: the
 // layout of shared/tools/llama-ref/llama_logits, so the two outputs can be diffed directly.
+// --digits 9 prints every float exactly (9 significant digits round-trip a float), for tools
+// that must see the bits the sampler saw.
 // The KV cache defaults to F32 here, as llama_logits' does (F16 on a CUDA device, which keeps
 // F16 or Q8_0 caches).
 #include <cstdio>
@@ -45,10 +48,12 @@ struct LogitsArgs {
   std::string kv_type;  // empty: f32 on the CPU, f16 on CUDA
   int64_t batch = 512;
   std::string device = "auto";
+  int digits = 6;  // significant digits per value
 };
 
 void run(const LogitsArgs& args) {
   const std::vector<int32_t> ids = parse_ids(args.ids);
+  if (args.digits < 1 || args.digits > 9) fail("--digits {}: must be 1 to 9", args.digits);
   TextModelOptions options;
   options.path = args.model;
   options.threads = std::max(1, args.threads);
@@ -72,7 +77,7 @@ void run(const LogitsArgs& args) {
     }
     line = std::to_string(i) + " " + std::to_string(argmax);
     for (int64_t v = 0; v < V; ++v) {
-      std::snprintf(number, sizeof number, " %.6g", static_cast<double>(row[v]));
+      std::snprintf(number, sizeof number, " %.*g", args.digits, static_cast<double>(row[v]));
       line += number;
     }
     line += '\n';
@@ -91,6 +96,9 @@ void setup(CLI::App& sub) {
          "share one type)")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   sub.add_option("-b,--batch", args->batch, "prompt micro-batch size")->capture_default_str();
+  sub.add_option("--digits", args->digits,
+                 "significant digits per value (9: exact floats; llama_logits prints 6)")
+      ->capture_default_str();
   add_device_option(sub, &args->device);
   sub.callback([args] { run(*args); });
 }
