@@ -35,7 +35,7 @@ constexpr PresetRule kPresets[] = {
 
 // ---- vocabulary: a small byte-level BPE ("gpt2" model, "qwen35" pre-tokenizer) --------------
 
-constexpr int32_t kNormal = 1, kControl = 3, kUserDefined = 4;
+constexpr int32_t kNormal = 1, kControl = 3, kUserDefined = 4, kUnused = 5;
 
 std::string utf8(uint32_t cp) {
   std::string s;
@@ -117,9 +117,12 @@ Vocab build_vocab(int64_t n_vocab) {
                         "</tool_response>"}) {
     add(t, kUserDefined);
   }
-  // padding up to the embedding rows (unreachable: no merge produces them)
-  for (int64_t i = 0; static_cast<int64_t>(v.tokens.size()) < n_vocab; ++i) {
-    add(fmt::format("[PAD{}]", i), kNormal);
+  // Padding up to the embedding rows, as convert_hf_to_gguf writes it for ids the tokenizer
+  // lacks: "[PAD<id>]", type UNUSED. No merge produces them; they detokenize to nothing and a
+  // grammar never allows them (llama.cpp gives them an empty piece), so a random-weight model
+  // that samples one shows no "[PAD..]" text.
+  while (static_cast<int64_t>(v.tokens.size()) < n_vocab) {
+    add(fmt::format("[PAD{}]", v.tokens.size()), kUnused);
   }
   return v;
 }
