@@ -143,7 +143,11 @@ TEST_F(CliGenerate, GreedyMatchesLlamaCompletion) {
   const std::string cut = " -n " + std::to_string(n);
   const Outcome ours = run(generate(args + cut + " --kv-type f32"));
   ASSERT_EQ(ours.status, 0) << ours.err;
-  const Outcome theirs = run(llama_completion(model_, args + cut + " -s 1"));
+  // A complete llama-completion run ends its stdout with "\n\n" (test::run_reference).
+  const Outcome theirs =
+      test::run_reference(llama_completion(model_, args + cut + " -s 1"), [](const Outcome& r) {
+        return r.out.size() >= 2 && r.out.compare(r.out.size() - 2, 2, "\n\n") == 0;
+      });
   ASSERT_EQ(theirs.status, 0) << theirs.err;
   EXPECT_FALSE(ours.out.empty());
   EXPECT_EQ(ours.out, completion_text(theirs.out)) << n << " of " << tokens.size() << " tokens";

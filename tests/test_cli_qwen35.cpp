@@ -48,23 +48,22 @@ TEST_F(CliQwen35, GreedyGenerateEqualsLlamaCompletion) {
   EXPECT_EQ(doc["n_tokens"].get<int>(), 24);
   const std::string bin = test::llama_ref_bin();
   if (bin.empty()) GTEST_SKIP() << "llama-ref is not built (shared/tools/llama-ref/build.sh)";
-  const auto theirs = test::run_command_split(
+  // A complete llama-completion run ends its stdout with "\n\n" (test::run_reference).
+  const auto theirs = test::run_reference(
       shell_quote(bin + "/llama-completion") + " -m " + shell_quote(model_) + " -p " +
-      shell_quote(kPrompt) +
-      " -n 24 --temp 0 -t 2 -ctk f32 -ctv f32 -fa off -no-cnv --no-display-prompt --no-warmup "
-      "--simple-io </dev/null");
+          shell_quote(kPrompt) +
+          " -n 24 --temp 0 -t 2 -ctk f32 -ctv f32 -fa off -no-cnv --no-display-prompt "
+          "--no-warmup --simple-io </dev/null",
+      [](const test::CommandOutput& r) {
+        return r.out.size() >= 2 && r.out.compare(r.out.size() - 2, 2, "\n\n") == 0;
+      });
   ASSERT_EQ(theirs.status, 0) << theirs.err;
-  std::string text = theirs.out;  // the generated text, then "\n\n"
-  if (text.size() >= 2 && text.compare(text.size() - 2, 2, "\n\n") == 0)
-    text.resize(text.size() - 2);
+  ASSERT_TRUE(theirs.out.size() >= 2 && theirs.out.compare(theirs.out.size() - 2, 2, "\n\n") == 0)
+      << "llama-completion ended 5 runs without its last lines:\n"
+      << theirs.out;
+  const std::string text = theirs.out.substr(0, theirs.out.size() - 2);  // the generated text
   // llama-completion prints byte tokens as raw bytes; boltrt writes valid UTF-8 (U+FFFD).
-  // Once, on a loaded machine (33 s run), llama-completion's stdout lacked the last token's
-  // piece; so its text must be a prefix of ours missing at most that one short piece.
-  const std::string ours_text = doc["text"].get<std::string>();
-  const std::string theirs_text = text::sanitize_utf8(text);
-  EXPECT_EQ(ours_text.substr(0, theirs_text.size()), theirs_text) << theirs.out;
-  EXPECT_LE(ours_text.size() - std::min(ours_text.size(), theirs_text.size()), 8u)
-      << "ours: " << ours_text << "\ntheirs: " << theirs_text;
+  EXPECT_EQ(doc["text"].get<std::string>(), text::sanitize_utf8(text)) << theirs.out;
 }
 
 TEST_F(CliQwen35, BatchRunsInterleavedSequencesWithTheSameText) {

@@ -195,13 +195,14 @@ TEST_F(CliQwen35Tools, PerplexityIsDeterministicAndEqualsLlamaPerplexity) {
     GTEST_SKIP() << "llama-ref is not built (shared/tools/llama-ref/build.sh): skipped the "
                     "comparison with llama-perplexity";
   }
-  std::string log;
-  ASSERT_EQ(
-      test::run_command(shell_quote(bin + "/llama-perplexity") + " -m " + shell_quote(model_) +
-                            " -f " + shell_quote(text) + " -c 128 --chunks 3 -t 2 2>&1",
-                        &log),
-      0)
-      << log;
+  const test::CommandOutput reference =
+      test::run_reference(shell_quote(bin + "/llama-perplexity") + " -m " + shell_quote(model_) +
+                              " -f " + shell_quote(text) + " -c 128 --chunks 3 -t 2",
+                          [](const test::CommandOutput& r) {
+                            return (r.out + r.err).find("Final estimate") != std::string::npos;
+                          });
+  const std::string log = reference.out + reference.err;
+  ASSERT_EQ(reference.status, 0) << log;
   const Perplexity ref = parse_perplexity(log);
   ASSERT_EQ(ref.running.size(), p.running.size()) << log;
   constexpr double kTol = 1e-4;

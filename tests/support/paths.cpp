@@ -134,4 +134,27 @@ CommandOutput run_command_split(const std::string& command) {
   return r;
 }
 
+CommandOutput run_reference(const std::string& command,
+                            const std::function<bool(const CommandOutput&)>& complete) {
+  static int counter = 0;
+  const std::string base = binary_dir() + "/test-scratch/reference." + std::to_string(getpid()) +
+                           "." + std::to_string(counter++);
+  std::filesystem::create_directories(binary_dir() + "/test-scratch");
+  auto slurp = [](const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream s;
+    s << in.rdbuf();
+    std::filesystem::remove(path);
+    return s.str();
+  };
+  CommandOutput r;
+  for (int run = 0; run < 5; ++run) {
+    r.status = run_command("( (" + command + ") >'" + base + ".out' 2>'" + base + ".err' )");
+    r.out = slurp(base + ".out");
+    r.err = slurp(base + ".err");
+    if (r.status != 0 || complete(r)) break;
+  }
+  return r;
+}
+
 }  // namespace boltrt::test

@@ -1,5 +1,6 @@
 // Paths tests need: the source tree, the build tree, the boltrt CLI, and optional references.
 #pragma once
+#include <functional>
 #include <string>
 
 namespace boltrt::test {
@@ -29,5 +30,13 @@ struct CommandOutput {
   std::string out, err;
 };
 CommandOutput run_command_split(const std::string& command);
+
+// A llama-ref tool's run (llama-completion, llama-perplexity): stdout and stderr through files.
+// Those tools print through llama.cpp's asynchronous logger, which now and then ends a run
+// without its last lines (exit status 0; measured on the 2-core box: llama-perplexity into a
+// pipe 9 runs of 15, llama-completion 1 of 10 into a file). A run counts only when
+// `complete` holds for it; up to 5 runs, then the last one is returned as it is.
+CommandOutput run_reference(const std::string& command,
+                            const std::function<bool(const CommandOutput&)>& complete);
 
 }  // namespace boltrt::test
