@@ -29,9 +29,9 @@
 #include "model/dflash.h"
 #include "model/dflash_synth.h"
 #include "model/gemma4.h"
+#include "model/gemma4_session.h"
 #include "model/gemma4_synth.h"
 #include "model/synth_weights.h"
-#include "runtime/session.h"
 #include "runtime/thread_pool.h"
 #include "util/error.h"
 

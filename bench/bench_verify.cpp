@@ -26,8 +26,8 @@
 #include "generate/speculative.h"
 #include "model/dflash.h"
 #include "model/gemma4.h"
+#include "model/gemma4_session.h"
 #include "model/gemma4_synth.h"
-#include "runtime/session.h"
 #include "runtime/thread_pool.h"
 #include "util/error.h"
 

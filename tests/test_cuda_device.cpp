@@ -108,6 +108,16 @@ TEST_F(CudaDeviceModel, ApiDeviceOption) {
     request.max_tokens = 4;
     request.sampling.temperature = 0;
     EXPECT_FALSE(session.generate(request).tokens.empty());
+    // The batch engine's speculative loop runs CPU sessions: a draft on the device is one
+    // clear error, not a draft silently left out (any existing file: refused before loading).
+    options.draft = path_;
+    try {
+      Model::load(path_, options);
+      FAIL() << "a draft with device cuda loaded";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("--draft with --device cuda"), std::string::npos)
+          << e.what();
+    }
   } else {
     EXPECT_THROW(Model::load(path_, options), Error);
   }

@@ -26,9 +26,9 @@
 #include <vector>
 
 #include "model/gemma4.h"
+#include "model/gemma4_session.h"
 #include "model/gemma4_synth.h"
 #include "quant/quantize_model.h"
-#include "runtime/session.h"
 #include "runtime/thread_pool.h"
 #include "support/cuda_skip.h"
 #include "support/paths.h"

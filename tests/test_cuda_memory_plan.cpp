@@ -17,8 +17,8 @@
 #include "backend/cuda_emulator/emulator.h"
 #include "gguf/gguf.h"
 #include "model/gemma4.h"
+#include "model/gemma4_session.h"
 #include "model/gemma4_synth.h"
-#include "runtime/session.h"
 #include "support/paths.h"
 #include "util/error.h"
 

@@ -23,8 +23,8 @@
 #include <vector>
 
 #include "model/gemma4.h"
+#include "model/gemma4_session.h"
 #include "model/gemma4_synth.h"
-#include "runtime/session.h"
 #include "support/cuda_skip.h"
 #include "support/gemma4_golden.h"
 #include "support/paths.h"

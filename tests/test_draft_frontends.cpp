@@ -20,7 +20,7 @@
 #include "gguf/gguf.h"
 #include "model/dflash.h"
 #include "model/gemma4.h"
-#include "runtime/session.h"
+#include "model/gemma4_session.h"
 #include "support/paths.h"
 #include "util/error.h"
 // clang-format off

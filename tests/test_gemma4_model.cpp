@@ -10,8 +10,8 @@
 #include "gguf/gguf.h"
 #include "gguf/gguf_writer.h"
 #include "model/gemma4.h"
+#include "model/gemma4_session.h"
 #include "model/gemma4_synth.h"
-#include "runtime/session.h"
 #include "support/paths.h"
 #include "util/error.h"
 

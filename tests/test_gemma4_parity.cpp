@@ -25,8 +25,8 @@
 #include <vector>
 
 #include "model/gemma4.h"
+#include "model/gemma4_session.h"
 #include "model/gemma4_synth.h"
-#include "runtime/session.h"
 #include "runtime/thread_pool.h"
 #include "support/gemma4_golden.h"
 #include "support/paths.h"

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "model/gemma4.h"
+#include "model/gemma4_session.h"
 #include "runtime/perplexity.h"
-#include "runtime/session.h"
 #include "runtime/thread_pool.h"
 #include "support/paths.h"
 #include "text/tokenizer.h"

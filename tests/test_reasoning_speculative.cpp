@@ -23,7 +23,7 @@
 #include "model/dflash.h"
 #include "model/dflash_synth.h"
 #include "model/gemma4.h"
-#include "runtime/session.h"
+#include "model/gemma4_session.h"
 #include "support/paths.h"
 #include "text/chat_template.h"
 #include "text/tokenizer.h"

@@ -13,7 +13,7 @@
 #include "generate/generator.h"
 #include "generate/reasoning.h"
 #include "model/gemma4.h"
-#include "runtime/session.h"
+#include "model/gemma4_session.h"
 #include "support/paths.h"
 #include "text/chat_template.h"
 #include "text/tokenizer.h"

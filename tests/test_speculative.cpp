@@ -15,9 +15,9 @@
 #include "model/dflash.h"
 #include "model/dflash_synth.h"
 #include "model/gemma4.h"
+#include "model/gemma4_session.h"
 #include "model/gemma4_synth.h"
 #include "model/synth_weights.h"
-#include "runtime/session.h"
 #include "support/paths.h"
 #include "util/error.h"
 

@@ -21,7 +21,7 @@
 #include "generate/speculative.h"
 #include "model/dflash.h"
 #include "model/gemma4.h"
-#include "runtime/session.h"
+#include "model/gemma4_session.h"
 #include "support/paths.h"
 
 namespace boltrt {

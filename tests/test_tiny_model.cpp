@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "model/gemma4.h"
-#include "runtime/session.h"
+#include "model/gemma4_session.h"
 #include "runtime/thread_pool.h"
 #include "support/paths.h"
 

@@ -3,16 +3,12 @@
 
 #include "api/gguf_backend.h"
 #include "api/model_backend.h"
-#include "backend/device.h"
 #include "generate/reply_splitter.h"
 #include "generate/speculative.h"
 #include "gguf/gguf.h"
-#include "model/batched_sessions.h"
 #include "model/dflash.h"
-#include "model/gemma4.h"
 #include "model/registry.h"
 #include "runtime/multi_sequence.h"
-#include "runtime/session.h"
 #include "runtime/thread_pool.h"
 #include "util/error.h"
 
@@ -85,37 +81,6 @@ std::unique_ptr<MultiSequenceModel> ModelBackend::new_sequences(int n) {
   return std::make_unique<InterleavedSessions>(std::move(sequences));
 }
 
-namespace {
-
-// An architecture from the registry (model/registry.h): CPU sessions, and the model's own
-// multi-sequence batches when several run; no CUDA runtime and no draft.
-std::shared_ptr<ModelBackend> open_generic_backend(std::shared_ptr<const LoadedModel> model,
-                                                   std::shared_ptr<ThreadPool> pool,
-                                                   const BackendOptions& options, KvType kv_type) {
-  if (options.device == "cuda") model->fail_no_cuda();
-  if (!options.draft.empty()) model->fail_no_draft();
-  SessionOptions session_options;
-  session_options.n_ctx = options.context;
-  if (model->n_ctx_train() > 0)
-    session_options.n_ctx = std::min(session_options.n_ctx, model->n_ctx_train());
-  session_options.kv_type = kv_type;
-  // A sequence with a recurrent state can only go back to a copy of it: keep a few along each
-  // prompt so that a slot or chat reusing a long cached prefix recomputes about one micro-batch.
-  session_options.prompt_checkpoints = 4;
-  std::shared_ptr<const gguf::File> file(model, &model->file());
-  return std::make_shared<GgufBackend>(
-      file,
-      [model, pool, session_options]() -> std::unique_ptr<LanguageModel> {
-        return model->new_session(session_options, pool.get());
-      },
-      session_options.n_ctx, /*concurrent_decode=*/false,
-      [model, pool, session_options](int n) -> std::unique_ptr<MultiSequenceModel> {
-        return model->new_sequences(n, session_options, pool.get());
-      });
-}
-
-}  // namespace
-
 std::shared_ptr<ModelBackend> open_model_backend(const std::string& path,
                                                  const BackendOptions& options) {
   if (!std::filesystem::exists(path)) fail("{}: no such file", path);
@@ -130,47 +95,47 @@ std::shared_ptr<ModelBackend> open_model_backend(const std::string& path,
 
   auto pool =
       std::make_shared<ThreadPool>(options.threads > 0 ? options.threads : physical_core_count());
-  std::unique_ptr<gguf::File> opened = gguf::File::open(path);
-  if (std::shared_ptr<const LoadedModel> generic = load_generic_model(opened)) {
-    return open_generic_backend(std::move(generic), std::move(pool), options, *kv_type);
-  }
-  std::shared_ptr<const Gemma4Model> model = std::make_shared<const Gemma4Model>(std::move(opened));
+  const std::shared_ptr<const LoadedModel> model = load_model(gguf::File::open(path));
   SessionOptions session_options;
   session_options.n_ctx = options.context;
-  if (model->config().n_ctx_train > 0)
-    session_options.n_ctx = std::min(session_options.n_ctx, model->config().n_ctx_train);
+  if (model->n_ctx_train() > 0)
+    session_options.n_ctx = std::min(session_options.n_ctx, model->n_ctx_train());
   session_options.kv_type = *kv_type;
-  if (resolve_device(options.device, *model) == ComputeDevice::kCuda) {
-    // Sequences on the device share the uploaded weights; they decode one at a time.
-    std::shared_ptr<const CudaGemma4> cuda = load_cuda_gemma4(*model);
-    std::shared_ptr<const gguf::File> file(model, &model->file());
+  // A sequence with a recurrent state can only go back to a copy of it: keep a few along each
+  // prompt so that a slot or chat reusing a long cached prefix recomputes about one micro-batch
+  // (ignored by attention-only models, whose KV cache rolls back anywhere).
+  session_options.prompt_checkpoints = 4;
+  // The file stays open as long as the model: the tokenizer reads it through the same handle.
+  std::shared_ptr<const gguf::File> file(model, &model->file());
+  if (model->on_cuda(options.device)) {
+    // Sequences on the device share the uploaded weights; they decode one at a time. The
+    // speculative loop of the batch engine runs CPU sessions only.
+    if (!options.draft.empty())
+      fail(
+          "{}: --draft with --device cuda runs in generate and chat, not in batch, serve or "
+          "the API yet (use the CPU, or no draft)",
+          options.draft);
+    LoadedModel::DeviceSessions sessions = model->cuda_sessions();
     return std::make_shared<GgufBackend>(
         file,
-        [model, cuda, session_options]() -> std::unique_ptr<LanguageModel> {
-          return cuda->new_session(session_options);
+        [model, sessions, session_options]() -> std::unique_ptr<LanguageModel> {
+          return sessions(session_options);
         },
         session_options.n_ctx, /*concurrent_decode=*/false);
   }
-  auto new_session = [model, pool, session_options] {
-    return std::make_unique<Gemma4Session>(*model, session_options, pool.get());
-  };
-  GgufBackend::SequencesFactory new_sequences =
-      [new_session](int n) -> std::unique_ptr<MultiSequenceModel> {
-    std::vector<std::unique_ptr<Gemma4Session>> sessions;
-    for (int i = 0; i < n; ++i) sessions.push_back(new_session());
-    return std::make_unique<BatchedSessions<Gemma4Session>>(std::move(sessions));
-  };
-  // The file stays open as long as the model: the tokenizer reads it through the same handle.
-  std::shared_ptr<const gguf::File> file(model, &model->file());
+  // One draft for all sequences (immutable); each sequence gets a drafter with its own context.
+  std::shared_ptr<const DFlashDraft> draft;
+  if (!options.draft.empty()) draft = model->load_draft(options.draft, model);
   auto backend = std::make_shared<GgufBackend>(
-      file, [new_session]() -> std::unique_ptr<LanguageModel> { return new_session(); },
-      session_options.n_ctx, /*concurrent_decode=*/false, std::move(new_sequences));
-  if (!options.draft.empty()) {
-    // One draft for all sequences (immutable); each sequence gets a drafter with its own
-    // context. The draft borrows the target's embedding and output head: its deleter keeps
-    // the target alive.
-    std::shared_ptr<const DFlashDraft> draft(DFlashDraft::load(options.draft, *model).release(),
-                                             [model](const DFlashDraft* d) { delete d; });
+      file,
+      [model, pool, session_options]() -> std::unique_ptr<LanguageModel> {
+        return model->new_session(session_options, pool.get());
+      },
+      session_options.n_ctx, /*concurrent_decode=*/false,
+      [model, pool, session_options](int n) -> std::unique_ptr<MultiSequenceModel> {
+        return model->new_sequences(n, session_options, pool.get());
+      });
+  if (draft) {
     backend->set_drafter_factory([draft, pool]() -> std::unique_ptr<BlockDrafter> {
       return std::make_unique<DFlashDrafter>(draft, pool.get());
     });

@@ -6,7 +6,7 @@
 #include <string_view>
 
 #include "runtime/language_model.h"
-#include "runtime/session.h"
+#include "runtime/session_options.h"
 
 namespace boltrt {
 

@@ -22,7 +22,7 @@
 
 #include "generate/generator.h"
 #include "model/dflash.h"
-#include "runtime/session.h"
+#include "model/gemma4_session.h"
 
 namespace boltrt {
 

@@ -1,7 +1,11 @@
 #include "model/registry.h"
 
+#include "backend/device.h"
 #include "gguf/gguf.h"
 #include "model/batched_sessions.h"
+#include "model/dflash.h"
+#include "model/gemma4.h"
+#include "model/gemma4_session.h"
 #include "model/qwen35.h"
 #include "model/qwen35_session.h"
 #include "util/error.h"
@@ -12,6 +16,44 @@ namespace {
 
 // The architecture with its own runtime (CUDA, DFlash drafts, batched sequences).
 constexpr const char* kFullRuntime = "gemma4";
+
+class Gemma4Loaded : public LoadedModel {
+ public:
+  explicit Gemma4Loaded(std::unique_ptr<gguf::File> file)
+      : model_(std::make_unique<Gemma4Model>(std::move(file))) {}
+  const gguf::File& file() const override { return model_->file(); }
+  int64_t n_ctx_train() const override { return model_->config().n_ctx_train; }
+  std::unique_ptr<LanguageModel> new_session(const SessionOptions& options,
+                                             ThreadPool* pool) const override {
+    return std::make_unique<Gemma4Session>(*model_, options, pool);
+  }
+  std::unique_ptr<MultiSequenceModel> new_sequences(int n, const SessionOptions& options,
+                                                    ThreadPool* pool) const override {
+    if (n < 1) fail("at least one sequence is needed, not {}", n);
+    std::vector<std::unique_ptr<Gemma4Session>> sessions;
+    for (int i = 0; i < n; ++i)
+      sessions.push_back(std::make_unique<Gemma4Session>(*model_, options, pool));
+    return std::make_unique<BatchedSessions<Gemma4Session>>(std::move(sessions));
+  }
+  bool on_cuda(const std::string& device) const override {
+    return resolve_device(device, *model_) == ComputeDevice::kCuda;
+  }
+  DeviceSessions cuda_sessions() const override {
+    if (!cuda_) cuda_ = load_cuda_gemma4(*model_);
+    std::shared_ptr<const CudaGemma4> cuda = cuda_;
+    return [cuda](const SessionOptions& options) { return cuda->new_session(options); };
+  }
+  std::string cuda_description() const override { return cuda_ ? cuda_->describe() : ""; }
+  std::shared_ptr<const DFlashDraft> load_draft(
+      const std::string& path, std::shared_ptr<const LoadedModel> owner) const override {
+    return std::shared_ptr<const DFlashDraft>(DFlashDraft::load(path, *model_).release(),
+                                              [owner](const DFlashDraft* d) { delete d; });
+  }
+
+ private:
+  std::unique_ptr<Gemma4Model> model_;
+  mutable std::shared_ptr<const CudaGemma4> cuda_;  // uploaded on the first cuda_sessions()
+};
 
 class Qwen35Loaded : public LoadedModel {
  public:
@@ -50,6 +92,20 @@ std::unique_ptr<MultiSequenceModel> LoadedModel::new_sequences(int n, const Sess
   return std::make_unique<InterleavedSessions>(std::move(sessions));
 }
 
+bool LoadedModel::on_cuda(const std::string& device) const {
+  if (device == "cuda") fail_no_cuda();
+  return false;
+}
+
+LoadedModel::DeviceSessions LoadedModel::cuda_sessions() const {
+  fail_no_cuda();
+}
+
+std::shared_ptr<const DFlashDraft> LoadedModel::load_draft(
+    const std::string&, std::shared_ptr<const LoadedModel>) const {
+  fail_no_draft();
+}
+
 void LoadedModel::fail_no_cuda() const {
   fail("{}: --device cuda: boltrt has no CUDA runtime for architecture '{}' (use the CPU)",
        file().path(), file().architecture());
@@ -58,6 +114,11 @@ void LoadedModel::fail_no_cuda() const {
 void LoadedModel::fail_no_draft() const {
   fail("{}: --draft: speculative drafts are not supported for architecture '{}'", file().path(),
        file().architecture());
+}
+
+std::unique_ptr<LoadedModel> load_model(std::unique_ptr<gguf::File> file) {
+  if (file->architecture() == kFullRuntime) return std::make_unique<Gemma4Loaded>(std::move(file));
+  return load_generic_model(file);
 }
 
 std::unique_ptr<LoadedModel> load_generic_model(std::unique_ptr<gguf::File>& file) {

@@ -1,12 +1,12 @@
 // The architecture registry: the one place that maps a GGUF file's general.architecture to the
 // code that runs it, so the layers above src/model/ (api, generate, tools) name no architecture.
 //
-// Architectures with their own device runtime and drafts (gemma4) are loaded by those paths
-// directly; every other registered architecture runs through this generic interface: CPU
-// sessions (LanguageModel) and multi-sequence batches (MultiSequenceModel), no CUDA runtime, no
-// speculative draft.
+// A LoadedModel makes CPU sessions (LanguageModel) and multi-sequence batches
+// (MultiSequenceModel) for every architecture; Gemma 4 also has a CUDA runtime and DFlash
+// drafts, the others answer those with one clear error each (fail_no_cuda, fail_no_draft).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,6 +21,7 @@ namespace gguf {
 class File;
 }
 class ThreadPool;
+class DFlashDraft;
 
 class LoadedModel {
  public:
@@ -35,7 +36,22 @@ class LoadedModel {
   // overrides it (model/batched_sessions.h).
   virtual std::unique_ptr<MultiSequenceModel> new_sequences(int n, const SessionOptions& options,
                                                             ThreadPool* pool) const;
-  // The one error each for what the generic path does not run: a CUDA device, a draft.
+  // Whether `device` ("auto", "cpu" or "cuda") puts the model on the CUDA device. "cuda" throws
+  // one boltrt::Error when it cannot run there; "auto" then means the CPU. Default (no CUDA
+  // runtime for the architecture): "cuda" is fail_no_cuda().
+  virtual bool on_cuda(const std::string& device) const;
+  // Uploads the weights to the CUDA device once; each call of the result makes a sequence
+  // decoding there. The model must outlive the result. Default: fail_no_cuda().
+  using DeviceSessions = std::function<std::unique_ptr<LanguageModel>(const SessionOptions&)>;
+  virtual DeviceSessions cuda_sessions() const;
+  // One line for the load report when on the device ("CUDA device 0 (...): weights ...").
+  virtual std::string cuda_description() const { return ""; }
+  // A DFlash draft for this model. The draft borrows the model's embedding and output head;
+  // `owner` (the pointer that owns this model) is kept alive by the returned draft. Default:
+  // fail_no_draft().
+  virtual std::shared_ptr<const DFlashDraft> load_draft(
+      const std::string& path, std::shared_ptr<const LoadedModel> owner) const;
+  // The one error each for what an architecture does not run: a CUDA device, a draft.
   [[noreturn]] void fail_no_cuda() const;
   [[noreturn]] void fail_no_draft() const;
 };
@@ -43,10 +59,12 @@ class LoadedModel {
 // Every architecture boltrt runs.
 std::vector<std::string> supported_architectures();
 
-// Loads the opened `file` when its architecture runs through LoadedModel (the model takes the
-// file); returns null and leaves `file` to the caller when it is the architecture with its own
-// full runtime (callers construct Gemma4Model from it: the file is opened and parsed once).
-// An architecture boltrt does not know is one clear error naming it and the supported ones.
+// Loads the opened `file` (the model takes it: the file is opened and parsed once). An
+// architecture boltrt does not know is one clear error naming it and the supported ones.
+std::unique_ptr<LoadedModel> load_model(std::unique_ptr<gguf::File> file);
+
+// The same, except that a Gemma 4 file is left to the caller (null returned, `file` kept): for
+// the callers that still build Gemma 4's own paths (text model, bench, perplexity).
 std::unique_ptr<LoadedModel> load_generic_model(std::unique_ptr<gguf::File>& file);
 
 }  // namespace boltrt

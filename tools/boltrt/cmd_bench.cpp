@@ -18,9 +18,9 @@
 #include "device_options.h"
 #include "gguf/gguf.h"
 #include "model/gemma4.h"
+#include "model/gemma4_session.h"
 #include "model/model_description.h"
 #include "model/registry.h"
-#include "runtime/session.h"
 #include "runtime/thread_pool.h"
 #include "util/error.h"
 

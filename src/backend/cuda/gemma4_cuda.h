@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "backend/cuda/cuda_backend.h"
+#include "model/gemma4_session.h"
 #include "runtime/language_model.h"
-#include "runtime/session.h"
 
 namespace boltrt {
 class Gemma4Model;

@@ -1,4 +1,4 @@
-#include "runtime/session.h"
+#include "model/gemma4_session.h"
 
 #include <algorithm>
 
