@@ -6,14 +6,11 @@
 #include <cstdio>
 #include <limits>
 
-#include "backend/device.h"
 #include "generate/sampling_defaults.h"
 #include "generate/speculative.h"
 #include "gguf/gguf.h"
 #include "grammar/token_vocabulary.h"
 #include "model/dflash.h"
-#include "model/gemma4.h"
-#include "model/gemma4_session.h"
 #include "model/registry.h"
 #include "runtime/thread_pool.h"
 #include "text/chat_template.h"
@@ -23,13 +20,15 @@
 namespace boltrt {
 namespace {
 
-// A Gemma4Session that can always be emptied: a reset starts a fresh session (which keeps the
-// hidden-state taps a draft asked for).
+// A session that can always be emptied: a reset starts a fresh session from the model (and
+// asks it for the hidden-state taps a draft set), so a model whose cache cannot roll back to 0
+// (a wrapped sliding-window ring) still starts over.
 class ResettableSession : public LanguageModel {
  public:
-  ResettableSession(const Gemma4Model& weights, const SessionOptions& options, ThreadPool* pool)
-      : weights_(weights), options_(options), pool_(pool) {
-    session_ = std::make_unique<Gemma4Session>(weights_, options_, pool_);
+  ResettableSession(std::shared_ptr<const LoadedModel> model, const SessionOptions& options,
+                    ThreadPool* pool)
+      : model_(std::move(model)), options_(options), pool_(pool) {
+    session_ = model_->new_session(options_, pool_);
   }
   int64_t n_vocab() const override { return session_->n_vocab(); }
   int64_t n_ctx() const override { return session_->n_ctx(); }
@@ -41,49 +40,41 @@ class ResettableSession : public LanguageModel {
   std::span<const float> verify_row(int64_t j) override { return session_->verify_row(j); }
   void rollback(int64_t n_past) override {
     if (n_past == 0 && session_->n_past() > 0) {
-      std::vector<int32_t> taps = session_->tap_layers();
       session_.reset();
-      session_ = std::make_unique<Gemma4Session>(weights_, options_, pool_);
-      session_->set_tap_layers(std::move(taps));
+      session_ = model_->new_session(options_, pool_);
+      if (!taps_.empty()) session_->set_tap_layers(taps_);
       return;
     }
     session_->rollback(n_past);
   }
   void set_tap_layers(std::vector<int32_t> layers) override {
-    session_->set_tap_layers(std::move(layers));
+    session_->set_tap_layers(layers);
+    taps_ = std::move(layers);
   }
   std::span<const float> taps() const override { return session_->taps(); }
 
  private:
-  const Gemma4Model& weights_;
+  std::shared_ptr<const LoadedModel> model_;
   SessionOptions options_;
   ThreadPool* pool_;
-  std::unique_ptr<Gemma4Session> session_;
+  std::vector<int32_t> taps_;  // the layers a draft asked for
+  std::unique_ptr<LanguageModel> session_;
 };
 
 class GgufTextModel : public TextModel {
  public:
-  // cuda: the weights on the device (the sequence then decodes there), or null for the CPU.
-  GgufTextModel(std::unique_ptr<Gemma4Model> weights, std::unique_ptr<ThreadPool> pool,
-                const SessionOptions& session, const CudaGemma4* cuda = nullptr)
-      : weights_(std::move(weights)),
+  // on_cuda: the sequence decodes on the CUDA device (weights uploaded there), else the CPU.
+  GgufTextModel(std::shared_ptr<const LoadedModel> loaded, std::unique_ptr<ThreadPool> pool,
+                const SessionOptions& session, bool on_cuda)
+      : loaded_(std::move(loaded)),
         pool_(std::move(pool)),
-        tokenizer_(text::Tokenizer::from_gguf(weights_->file())),
-        model_(cuda ? cuda->new_session(session)
-                    : std::make_unique<ResettableSession>(*weights_, session, pool_.get())) {
-    init();
-  }
-  // An architecture from the registry (model/registry.h): a CPU session, no draft.
-  GgufTextModel(std::unique_ptr<LoadedModel> generic, std::unique_ptr<ThreadPool> pool,
-                const SessionOptions& session)
-      : generic_(std::move(generic)),
-        pool_(std::move(pool)),
-        tokenizer_(text::Tokenizer::from_gguf(generic_->file())),
-        model_(generic_->new_session(session, pool_.get())) {
+        tokenizer_(text::Tokenizer::from_gguf(loaded_->file())),
+        model_(on_cuda ? loaded_->cuda_sessions()(session)
+                       : std::make_unique<ResettableSession>(loaded_, session, pool_.get())) {
     init();
   }
 
-  const gguf::File& file() const { return weights_ ? weights_->file() : generic_->file(); }
+  const gguf::File& file() const { return loaded_->file(); }
 
   void init() {
     template_ = text::ChatTemplate::for_tokenizer(*tokenizer_, &template_warning_);
@@ -155,14 +146,11 @@ class GgufTextModel : public TextModel {
   // The draft borrows these weights (embedding, output head) and runs on the same pool: no
   // second mapping of the target.
   std::unique_ptr<BlockDrafter> load_drafter(const std::string& path) const override {
-    if (!weights_) generic_->fail_no_draft();
-    std::shared_ptr<const DFlashDraft> draft = DFlashDraft::load(path, *weights_);
-    return std::make_unique<DFlashDrafter>(std::move(draft), pool_.get());
+    return std::make_unique<DFlashDrafter>(loaded_->load_draft(path, loaded_), pool_.get());
   }
 
  private:
-  std::unique_ptr<Gemma4Model> weights_;  // the full-runtime architecture, or
-  std::unique_ptr<LoadedModel> generic_;  // one from the registry
+  std::shared_ptr<const LoadedModel> loaded_;
   std::unique_ptr<ThreadPool> pool_;
   std::unique_ptr<text::Tokenizer> tokenizer_;
   std::unique_ptr<LanguageModel> model_;
@@ -186,20 +174,12 @@ std::unique_ptr<TextModel> load_text_model(const TextModelOptions& options) {
   // prompt so that a turn recomputes little of it (runtime/session_options.h)
   session.prompt_checkpoints = 4;
   auto pool = std::make_unique<ThreadPool>(std::max(1, options.threads));
-  std::unique_ptr<gguf::File> file = gguf::File::open(options.path);
-  if (std::unique_ptr<LoadedModel> generic = load_generic_model(file)) {
-    if (options.device == "cuda") generic->fail_no_cuda();
-    if (options.on_progress) options.on_progress(1.0f);
-    return std::make_unique<GgufTextModel>(std::move(generic), std::move(pool), session);
-  }
-  auto weights = std::make_unique<Gemma4Model>(std::move(file));
+  const std::shared_ptr<const LoadedModel> loaded = load_model(gguf::File::open(options.path));
   if (options.on_progress) options.on_progress(1.0f);
-  std::shared_ptr<const CudaGemma4> cuda;
-  if (resolve_device(options.device, *weights) == ComputeDevice::kCuda) {
-    cuda = load_cuda_gemma4(*weights);
-    fmt::print(stderr, "boltrt: {}\n", cuda->describe());
-  }
-  return std::make_unique<GgufTextModel>(std::move(weights), std::move(pool), session, cuda.get());
+  const bool on_cuda = loaded->on_cuda(options.device);
+  auto text = std::make_unique<GgufTextModel>(loaded, std::move(pool), session, on_cuda);
+  if (on_cuda) fmt::print(stderr, "boltrt: {}\n", loaded->cuda_description());
+  return text;
 }
 
 }  // namespace boltrt
