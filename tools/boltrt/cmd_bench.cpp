@@ -13,12 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "backend/device.h"
 #include "command.h"
 #include "device_options.h"
 #include "gguf/gguf.h"
-#include "model/gemma4.h"
-#include "model/gemma4_session.h"
 #include "model/model_description.h"
 #include "model/registry.h"
 #include "runtime/thread_pool.h"
@@ -118,27 +115,19 @@ void run(const BenchArgs& args) {
   const bool json = args.json || args.output == "json";
   if (!json && args.output != "md") fail("-o: '{}' is not md or json", args.output);
   for (int& t : thread_counts) t = t > 0 ? t : default_threads();
-  // An architecture from the registry runs CPU sessions; the one with its own runtime may run
-  // on CUDA.
-  std::unique_ptr<gguf::File> opened = gguf::File::open(args.model);
-  const std::unique_ptr<LoadedModel> generic = load_generic_model(opened);
-  std::unique_ptr<Gemma4Model> model;
-  std::shared_ptr<const CudaGemma4> cuda;
-  if (generic) {
-    if (args.device == "cuda") generic->fail_no_cuda();
-  } else {
-    model = std::make_unique<Gemma4Model>(std::move(opened));
-    if (resolve_device(args.device, *model) == ComputeDevice::kCuda) {
-      cuda = load_cuda_gemma4(*model);
-    }
+  // Any architecture from the registry: CPU sessions, or sessions on the CUDA device where the
+  // architecture has a CUDA runtime (--device cuda is one error where it has none).
+  const std::unique_ptr<LoadedModel> model = load_model(gguf::File::open(args.model));
+  LoadedModel::DeviceSessions cuda_sessions;
+  if (model->on_cuda(args.device)) {
+    cuda_sessions = model->cuda_sessions();
+    fmt::print(stderr, "boltrt: {}\n", model->cuda_description());
   }
-  if (cuda) fmt::print(stderr, "boltrt: {}\n", cuda->describe());
-  const gguf::File& file = generic ? generic->file() : model->file();
+  const gguf::File& file = model->file();
   auto new_session = [&](const SessionOptions& options,
                          ThreadPool* pool) -> std::unique_ptr<LanguageModel> {
-    if (generic) return generic->new_session(options, pool);
-    if (cuda) return cuda->new_session(options);
-    return std::make_unique<Gemma4Session>(*model, options, pool);
+    if (cuda_sessions) return cuda_sessions(options);
+    return model->new_session(options, pool);
   };
   std::mt19937 rng(1234);
   // Token ids drawn over the vocabulary, set up once the first session says its size.
@@ -219,7 +208,7 @@ void run(const BenchArgs& args) {
                      {"model_type", desc},
                      {"model_size", bytes},
                      {"model_n_params", params},
-                     {"backend", cuda ? "CUDA" : "CPU"},
+                     {"backend", cuda_sessions ? "CUDA" : "CPU"},
                      {"n_batch", args.batch},
                      {"n_threads", r.threads},
                      {"type_k", args.kv_type},
@@ -246,8 +235,8 @@ void run(const BenchArgs& args) {
   for (const Result& r : results) {
     const auto rates = r.rates();
     std::printf("| %s | %s | %s | %s | %d | %s | %.2f ± %.2f |\n", desc.c_str(), size.c_str(),
-                n_params.c_str(), cuda ? "CUDA" : "CPU", r.threads, r.test.c_str(), mean(rates),
-                stddev(rates));
+                n_params.c_str(), cuda_sessions ? "CUDA" : "CPU", r.threads, r.test.c_str(),
+                mean(rates), stddev(rates));
   }
 }
 

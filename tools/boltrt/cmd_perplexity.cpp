@@ -12,8 +12,6 @@
 
 #include "command.h"
 #include "gguf/gguf.h"
-#include "model/gemma4.h"
-#include "model/gemma4_session.h"
 #include "model/registry.h"
 #include "runtime/perplexity.h"
 #include "runtime/thread_pool.h"
@@ -52,13 +50,9 @@ void run(const PerplexityArgs& args) {
          args.n_ctx);
   }
   const std::string text = read_text(args.text_file);
-  // Any architecture: one from the registry, else the one with its own runtime (CPU sessions).
-  std::unique_ptr<gguf::File> opened = gguf::File::open(args.model);
-  const std::unique_ptr<LoadedModel> generic = load_generic_model(opened);
-  const std::unique_ptr<Gemma4Model> model =
-      generic ? nullptr : std::make_unique<Gemma4Model>(std::move(opened));
-  const gguf::File& file = generic ? generic->file() : model->file();
-  const auto tokenizer = text::Tokenizer::from_gguf(file);
+  // Any architecture from the registry, in CPU sessions.
+  const std::unique_ptr<LoadedModel> model = load_model(gguf::File::open(args.model));
+  const auto tokenizer = text::Tokenizer::from_gguf(model->file());
   // common_tokenize(ctx, text, add_special=true, parse_special=false), as llama-perplexity does.
   const std::vector<text::TokenId> tokens = tokenizer->encode(text, true, false);
   const int32_t bos = tokenizer->add_bos() ? tokenizer->bos() : -1;
@@ -84,8 +78,7 @@ void run(const PerplexityArgs& args) {
   const auto result = compute_perplexity(
       tokens, bos, options,
       [&]() -> std::unique_ptr<LanguageModel> {
-        if (generic) return generic->new_session(session_options, &pool);
-        return std::make_unique<Gemma4Session>(*model, session_options, &pool);
+        return model->new_session(session_options, &pool);
       },
       [](int64_t window, double running) {
         fmt::print("[{}]{:.4f},", window + 1, running);
