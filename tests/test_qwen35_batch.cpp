@@ -110,8 +110,7 @@ TEST(Qwen35Batch, BatchedDecodeEqualsEachSequenceAlone) {
 
 TEST(Qwen35Batch, SequencesOfTheRegistryShareOnePassAndRollBack) {
   const std::string dir = test::scratch_dir("qwen35_batch_registry");
-  std::unique_ptr<gguf::File> file = gguf::File::open(synth_tiny(dir));
-  std::unique_ptr<LoadedModel> loaded = load_generic_model(file);
+  std::unique_ptr<LoadedModel> loaded = load_model(gguf::File::open(synth_tiny(dir)));
   ASSERT_TRUE(loaded);
   ThreadPool pool(2);
   SessionOptions opts;

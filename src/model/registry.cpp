@@ -14,9 +14,7 @@ namespace boltrt {
 
 namespace {
 
-// The architecture with its own runtime (CUDA, DFlash drafts, batched sequences).
-constexpr const char* kFullRuntime = "gemma4";
-
+// Gemma 4: CPU sessions and batches, a CUDA runtime, DFlash drafts.
 class Gemma4Loaded : public LoadedModel {
  public:
   explicit Gemma4Loaded(std::unique_ptr<gguf::File> file)
@@ -81,7 +79,7 @@ class Qwen35Loaded : public LoadedModel {
 }  // namespace
 
 std::vector<std::string> supported_architectures() {
-  return {kFullRuntime, "qwen35"};
+  return {"gemma4", "qwen35"};
 }
 
 std::unique_ptr<MultiSequenceModel> LoadedModel::new_sequences(int n, const SessionOptions& options,
@@ -117,13 +115,8 @@ void LoadedModel::fail_no_draft() const {
 }
 
 std::unique_ptr<LoadedModel> load_model(std::unique_ptr<gguf::File> file) {
-  if (file->architecture() == kFullRuntime) return std::make_unique<Gemma4Loaded>(std::move(file));
-  return load_generic_model(file);
-}
-
-std::unique_ptr<LoadedModel> load_generic_model(std::unique_ptr<gguf::File>& file) {
   const std::string arch = file->architecture();
-  if (arch == kFullRuntime) return nullptr;
+  if (arch == "gemma4") return std::make_unique<Gemma4Loaded>(std::move(file));
   if (arch == "qwen35") return std::make_unique<Qwen35Loaded>(std::move(file));
   std::string known;
   for (const std::string& a : supported_architectures()) known += (known.empty() ? "" : ", ") + a;

@@ -63,8 +63,4 @@ std::vector<std::string> supported_architectures();
 // architecture boltrt does not know is one clear error naming it and the supported ones.
 std::unique_ptr<LoadedModel> load_model(std::unique_ptr<gguf::File> file);
 
-// The same, except that a Gemma 4 file is left to the caller (null returned, `file` kept): for
-// the callers that still build Gemma 4's own paths (text model, bench, perplexity).
-std::unique_ptr<LoadedModel> load_generic_model(std::unique_ptr<gguf::File>& file);
-
 }  // namespace boltrt
