@@ -178,9 +178,15 @@ TEST_P(CudaGemma4, LogitsMatchTheCpuBackend) {
     const bool real_shape = mc.preset == "e4b" || mc.preset == "26b-a4b";
     const int64_t prompt_tokens = mc.emulator_full ? 250 : real_shape ? 40 : 100;
     const int decode_steps = mc.emulator_full ? 30 : real_shape ? 6 : 8;
+    // The 12-row verify batch costs a real-shape slice as much emulated GEMM time as its whole
+    // prompt (one tile of rows either way: ~40 of ~130 s per E4B case, Release emulator build).
+    // With the Q8_0 KV cache it adds only Q8_0 flash attention from a non-zero start over the
+    // same weights, which the tiny Q8_0-KV cases run; so only the F16-KV slices keep it.
+    const bool verify_batch = !(real_shape && mc.kv_type == KvType::Q8_0);
 #else
     const int64_t prompt_tokens = 250;
     const int decode_steps = 30;
+    const bool verify_batch = true;
 #endif
     // random tokens (a prompt of one repeated token would give every position the same key
     // and value up to RoPE, and hide attention bugs)
@@ -228,11 +234,13 @@ TEST_P(CudaGemma4, LogitsMatchTheCpuBackend) {
     const std::vector<float> a_copy(a.begin(), a.end());
     check(a_copy, gpu.decode(again, true), "after rollback");
     // a verify-sized batch (DFlash): 12 rows of logits through the GEMM and flash attention
-    std::vector<int32_t> verify(12);
-    for (int32_t& t : verify) t = token(rng);
-    const auto b = cpu.decode(verify, true);
-    const std::vector<float> b_copy(b.begin(), b.end());
-    check(b_copy, gpu.decode(verify, true), "verify batch");
+    if (verify_batch) {
+      std::vector<int32_t> verify(12);
+      for (int32_t& t : verify) t = token(rng);
+      const auto b = cpu.decode(verify, true);
+      const std::vector<float> b_copy(b.begin(), b.end());
+      check(b_copy, gpu.decode(verify, true), "verify batch");
+    }
     // what a GPU session records: the measured agreement
     std::printf(
         "[ %s ] %d rows: worst relative logit error %.2e (limit %.0e), argmax agrees on "
