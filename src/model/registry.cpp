@@ -14,25 +14,36 @@ namespace boltrt {
 
 namespace {
 
-// Gemma 4: CPU sessions and batches, a CUDA runtime, DFlash drafts.
-class Gemma4Loaded : public LoadedModel {
+// A model whose sessions (Session(model, options, pool)) run on the CPU and batch several
+// sequences in one forward pass (Session::decode_batch, model/batched_sessions.h).
+template <class Model, class Session>
+class CpuLoaded : public LoadedModel {
  public:
-  explicit Gemma4Loaded(std::unique_ptr<gguf::File> file)
-      : model_(std::make_unique<Gemma4Model>(std::move(file))) {}
+  explicit CpuLoaded(std::unique_ptr<gguf::File> file)
+      : model_(std::make_unique<Model>(std::move(file))) {}
   const gguf::File& file() const override { return model_->file(); }
   int64_t n_ctx_train() const override { return model_->config().n_ctx_train; }
   std::unique_ptr<LanguageModel> new_session(const SessionOptions& options,
                                              ThreadPool* pool) const override {
-    return std::make_unique<Gemma4Session>(*model_, options, pool);
+    return std::make_unique<Session>(*model_, options, pool);
   }
   std::unique_ptr<MultiSequenceModel> new_sequences(int n, const SessionOptions& options,
                                                     ThreadPool* pool) const override {
     if (n < 1) fail("at least one sequence is needed, not {}", n);
-    std::vector<std::unique_ptr<Gemma4Session>> sessions;
+    std::vector<std::unique_ptr<Session>> sessions;
     for (int i = 0; i < n; ++i)
-      sessions.push_back(std::make_unique<Gemma4Session>(*model_, options, pool));
-    return std::make_unique<BatchedSessions<Gemma4Session>>(std::move(sessions));
+      sessions.push_back(std::make_unique<Session>(*model_, options, pool));
+    return std::make_unique<BatchedSessions<Session>>(std::move(sessions));
   }
+
+ protected:
+  std::unique_ptr<Model> model_;
+};
+
+// Gemma 4: also a CUDA runtime and DFlash drafts.
+class Gemma4Loaded : public CpuLoaded<Gemma4Model, Gemma4Session> {
+ public:
+  using CpuLoaded::CpuLoaded;
   bool on_cuda(const std::string& device) const override {
     return resolve_device(device, *model_) == ComputeDevice::kCuda;
   }
@@ -49,32 +60,11 @@ class Gemma4Loaded : public LoadedModel {
   }
 
  private:
-  std::unique_ptr<Gemma4Model> model_;
   mutable std::shared_ptr<const CudaGemma4> cuda_;  // uploaded on the first cuda_sessions()
 };
 
-class Qwen35Loaded : public LoadedModel {
- public:
-  explicit Qwen35Loaded(std::unique_ptr<gguf::File> file)
-      : model_(std::make_unique<Qwen35Model>(std::move(file))) {}
-  const gguf::File& file() const override { return model_->file(); }
-  int64_t n_ctx_train() const override { return model_->config().n_ctx_train; }
-  std::unique_ptr<LanguageModel> new_session(const SessionOptions& options,
-                                             ThreadPool* pool) const override {
-    return std::make_unique<Qwen35Session>(*model_, options, pool);
-  }
-  std::unique_ptr<MultiSequenceModel> new_sequences(int n, const SessionOptions& options,
-                                                    ThreadPool* pool) const override {
-    if (n < 1) fail("at least one sequence is needed, not {}", n);
-    std::vector<std::unique_ptr<Qwen35Session>> sessions;
-    for (int i = 0; i < n; ++i)
-      sessions.push_back(std::make_unique<Qwen35Session>(*model_, options, pool));
-    return std::make_unique<BatchedSessions<Qwen35Session>>(std::move(sessions));
-  }
-
- private:
-  std::unique_ptr<Qwen35Model> model_;
-};
+// Qwen3.5: CPU only for now (no CUDA runtime, no draft: one error each).
+using Qwen35Loaded = CpuLoaded<Qwen35Model, Qwen35Session>;
 
 }  // namespace
 
