@@ -185,8 +185,8 @@ TEST_F(CliGenerate, SeededSamplingMatchesLlamaSamplerChain) {
       "--top-k 40 --top-p 0.95 --min-p 0.01 --temp 0.9 --seed 1234",
       "--top-k 0 --top-p 0.9 --min-p 0 --temp 1 --seed 7",
       "--top-k 0 --top-p 1 --min-p 0.05 --temp 0.7 --seed 99",
-      "--top-k 40 --top-p 0.95 --min-p 0.05 --temp 0.8 --seed 5 --repeat-penalty 1.3 "
-      "--repeat-last-n 8 --frequency-penalty 0.2 --presence-penalty 0.1",
+      ("--top-k 40 --top-p 0.95 --min-p 0.05 --temp 0.8 --seed 5 --repeat-penalty 1.3 "
+       "--repeat-last-n 8 --frequency-penalty 0.2 --presence-penalty 0.1"),
   };
   const std::string dir = test::scratch_dir("seeded_sampling");
   for (const std::string args : chains) {
