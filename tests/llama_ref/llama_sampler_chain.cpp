@@ -21,6 +21,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "llama.h"
@@ -49,29 +50,26 @@ int usage(const char* argv0) {
 int main(int argc, char** argv) {
   if (argc < 4) return usage(argv[0]);
   Options o;
+  const std::pair<const char*, int*> ints[] = {{"--top-k", &o.top_k},
+                                               {"--repeat-last-n", &o.repeat_last_n}};
+  const std::pair<const char*, float*> floats[] = {{"--top-p", &o.top_p},
+                                                   {"--min-p", &o.min_p},
+                                                   {"--temp", &o.temp},
+                                                   {"--repeat-penalty", &o.repeat_penalty},
+                                                   {"--frequency-penalty", &o.frequency_penalty},
+                                                   {"--presence-penalty", &o.presence_penalty}};
   for (int i = 4; i + 1 < argc; i += 2) {
     const std::string key = argv[i];
     const char* value = argv[i + 1];
-    if (key == "--top-k")
-      o.top_k = std::atoi(value);
-    else if (key == "--top-p")
-      o.top_p = std::strtof(value, nullptr);
-    else if (key == "--min-p")
-      o.min_p = std::strtof(value, nullptr);
-    else if (key == "--temp")
-      o.temp = std::strtof(value, nullptr);
-    else if (key == "--seed")
-      o.seed = static_cast<unsigned>(std::strtoul(value, nullptr, 10));
-    else if (key == "--repeat-last-n")
-      o.repeat_last_n = std::atoi(value);
-    else if (key == "--repeat-penalty")
-      o.repeat_penalty = std::strtof(value, nullptr);
-    else if (key == "--frequency-penalty")
-      o.frequency_penalty = std::strtof(value, nullptr);
-    else if (key == "--presence-penalty")
-      o.presence_penalty = std::strtof(value, nullptr);
-    else
-      return usage(argv[0]);
+    bool known = key == "--seed";
+    if (known) o.seed = static_cast<unsigned>(std::strtoul(value, nullptr, 10));
+    for (const auto& [name, field] : ints) {
+      if (key == name) *field = std::atoi(value), known = true;
+    }
+    for (const auto& [name, field] : floats) {
+      if (key == name) *field = std::strtof(value, nullptr), known = true;
+    }
+    if (!known) return usage(argv[0]);
   }
 
   llama_backend_init();
