@@ -6,8 +6,8 @@
 #   2. builds GoogleTest for aarch64 from Debian's shipped source (/usr/src/googletest; the
 #      libgtest-dev libraries are x86 only) and makes header-only stand-ins for fmt, CLI11 and
 #      nlohmann_json (their headers are architecture-independent; fmt runs in FMT_HEADER_ONLY mode)
-#   3. configures a cross build (cmake/aarch64-linux-gnu.cmake, no CUDA, no benchmarks) and builds
-#      only the op test binaries
+#   3. configures a cross build (cmake/aarch64-linux-gnu.cmake, no CUDA, no benchmarks, and with
+#      BOLTRT_OPS_ONLY only the op layers in boltrt_core) and builds only the op test binaries
 #   4. runs them under qemu with qemu's default CPU (NEON + dotprod; the tests also run the plain
 #      NEON level), then the matmul test again on a CPU without dotprod (Cortex-A53), checking
 #      that run-time detection picks plain NEON there.
@@ -82,7 +82,7 @@ header_only_package nlohmann_json nlohmann_json::nlohmann_json 3.11.2 ""
 # ---- 3. cross build of the op tests ----------------------------------------------------------
 stamp "configure"
 cmake -S . -B "$B/boltrt" -G Ninja -DCMAKE_TOOLCHAIN_FILE="$TOOLCHAIN" -DCMAKE_BUILD_TYPE=Release \
-  -DBOLTRT_WERROR=ON -DBOLTRT_CUDA=OFF -DBOLTRT_BENCH=OFF \
+  -DBOLTRT_WERROR=ON -DBOLTRT_CUDA=OFF -DBOLTRT_BENCH=OFF -DBOLTRT_OPS_ONLY=ON \
   -Dfmt_DIR="$DEPS/lib/cmake/fmt" -DCLI11_DIR="$DEPS/lib/cmake/CLI11" \
   -Dnlohmann_json_DIR="$DEPS/lib/cmake/nlohmann_json" -DGTest_DIR="$DEPS/lib/cmake/GTest" >/dev/null
 stamp "build ${TESTS[*]}"
