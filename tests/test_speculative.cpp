@@ -12,11 +12,13 @@
 #include "generate/generator.h"
 #include "generate/speculative.h"
 #include "generate_fakes.h"
+#include "gguf/gguf.h"
 #include "model/dflash.h"
 #include "model/dflash_synth.h"
 #include "model/gemma4.h"
 #include "model/gemma4_session.h"
 #include "model/gemma4_synth.h"
+#include "model/registry.h"
 #include "model/synth_weights.h"
 #include "support/paths.h"
 #include "util/error.h"
@@ -622,17 +624,23 @@ TEST(DraftLengthPolicy, TimedExploresAndRecoversFromColdEstimates) {
 namespace boltrt {
 namespace {
 
-// The entry point the CLI uses for --draft FILE.
-TEST(DFlashGeneration, LoadsTheDraftForTheSessionAndEqualsPlain) {
+// The CLI's way to a draft: the target opened through the model registry, the draft loaded by
+// the loaded model (LoadedModel::load_draft, which TextModel::load_drafter calls), the loop over
+// any LanguageModel.
+TEST(DraftThroughTheRegistry, LoadsTheDraftForTheModelAndEqualsPlain) {
   const std::string path = test::scratch_dir("spec_cli_draft") + "/draft.gguf";
   model::DFlashSynthOptions o;
   o.block_size = 4;
   model::write_dflash_synth(target().config(), o, path);
-  Gemma4Session session(target(), session_options(), nullptr);
+  const std::shared_ptr<const LoadedModel> loaded =
+      load_model(gguf::File::open(target().file().path()));
+  const std::shared_ptr<const DFlashDraft> draft = loaded->load_draft(path, loaded);
+  EXPECT_EQ(draft->config().block_size, 4);
+  const std::unique_ptr<LanguageModel> session = loaded->new_session(session_options(), nullptr);
+  DFlashDrafter drafter(draft, nullptr);
   SpeculativeOptions untimed;  // adaptive (the default), with the deterministic cost model
   untimed.timed = false;
-  DFlashGeneration gen(path, session, test_vocab(), greedy(), untimed);
-  EXPECT_EQ(gen.draft().config().block_size, 4);
+  SpeculativeGenerator gen(*session, drafter, test_vocab(), greedy(), untimed);
   const auto prompt = random_prompt(5, 10);
   GenerationOptions go;
   go.max_tokens = 30;
@@ -646,19 +654,15 @@ TEST(DFlashGeneration, LoadsTheDraftForTheSessionAndEqualsPlain) {
   EXPECT_EQ(line.rfind("draft: 0/", 0), 0u) << line;
   EXPECT_NE(line.find("mean acceptance length 1.00 over"), std::string::npos) << line;
 
-  // The CLI's form: the target loaded again from its file, in a session of its own.
-  SessionOptions own = session_options();
-  DFlashGeneration by_path(path, target().file().path(), own, 2, test_vocab(), greedy(), {});
-  EXPECT_EQ(by_path.generate(prompt, go).generation.tokens, r.generation.tokens);
-
-  ScriptedModel not_gemma(512, 64);
+  // A target that cannot give the draft its hidden states: one error, before any decoding.
+  ScriptedModel no_taps(512, 64);
   try {
-    DFlashGeneration bad(path, not_gemma, test_vocab(), greedy(), {});
+    SpeculativeGenerator bad(no_taps, drafter, test_vocab(), greedy(), {});
     ADD_FAILURE() << "no error";
   } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()), path + ": DFlash drafts run with Gemma 4 targets only");
+    EXPECT_EQ(std::string(e.what()), "this model cannot capture hidden states for a draft");
   }
-  EXPECT_THROW(DFlashGeneration(path + ".missing", session, test_vocab(), greedy(), {}), Error);
+  EXPECT_THROW(loaded->load_draft(path + ".missing", loaded), Error);
 }
 
 }  // namespace

@@ -80,17 +80,17 @@ void DFlashDrafter::propose(int32_t last, int64_t n, int32_t* out) {
 // SpeculativeGenerator
 // ---------------------------------------------------------------------------------------------
 
-SpeculativeGenerator::SpeculativeGenerator(Gemma4Session& target, BlockDrafter& drafter,
+SpeculativeGenerator::SpeculativeGenerator(LanguageModel& target, BlockDrafter& drafter,
                                            GenerationVocab vocab, const SamplerConfig& sampling,
                                            const SpeculativeOptions& options)
     : generator_(target, std::move(vocab), sampling) {
   generator_.set_drafter(&drafter, options);
-  // A verify batch of draft_max + 1 tokens is rolled back by up to draft_max tokens: the
-  // sliding-window rings hold max_batch extra cells, so that must cover the batch.
+  // A verify batch of draft_max + 1 tokens is rolled back by up to draft_max tokens (Gemma 4:
+  // the sliding-window rings hold n_batch extra cells, so that must cover the batch).
   const int64_t draft_max = generator_.speculative_options().draft_max;
-  if (target.kv_cache().max_batch() < draft_max + 1) {
+  if (target.max_verify_batch() < draft_max + 1) {
     fail("speculative: the target's batch size {} is below draft length + 1 = {}",
-         target.kv_cache().max_batch(), draft_max + 1);
+         target.max_verify_batch(), draft_max + 1);
   }
 }
 
@@ -101,39 +101,6 @@ SpeculativeResult SpeculativeGenerator::generate(std::span<const int32_t> prompt
   out.speculative = out.generation.stats.draft;
   return out;
 }
-
-// ---------------------------------------------------------------------------------------------
-// DFlashGeneration
-// ---------------------------------------------------------------------------------------------
-
-DFlashGeneration::DFlashGeneration(const std::string& draft_path, LanguageModel& target,
-                                   GenerationVocab vocab, const SamplerConfig& sampling,
-                                   const SpeculativeOptions& options) {
-  auto* session = dynamic_cast<Gemma4Session*>(&target);
-  if (session == nullptr) fail("{}: DFlash drafts run with Gemma 4 targets only", draft_path);
-  init(draft_path, *session, std::move(vocab), sampling, options);
-}
-
-DFlashGeneration::DFlashGeneration(const std::string& draft_path, const std::string& target_path,
-                                   const SessionOptions& session, int threads,
-                                   GenerationVocab vocab, const SamplerConfig& sampling,
-                                   const SpeculativeOptions& options) {
-  target_ = Gemma4Model::load(target_path);
-  if (threads > 1) pool_ = std::make_unique<ThreadPool>(threads);
-  session_ = std::make_unique<Gemma4Session>(*target_, session, pool_.get());
-  init(draft_path, *session_, std::move(vocab), sampling, options);
-}
-
-void DFlashGeneration::init(const std::string& draft_path, Gemma4Session& session,
-                            GenerationVocab vocab, const SamplerConfig& sampling,
-                            const SpeculativeOptions& options) {
-  draft_ = DFlashDraft::load(draft_path, session.model());
-  drafter_ = std::make_unique<DFlashDrafter>(*draft_, session.pool());
-  generator_ = std::make_unique<SpeculativeGenerator>(session, *drafter_, std::move(vocab),
-                                                      sampling, options);
-}
-
-DFlashGeneration::~DFlashGeneration() = default;
 
 std::string format_speculative_stats(const SpeculativeResult& result) {
   const SpeculativeStats& s = result.speculative;

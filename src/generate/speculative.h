@@ -9,9 +9,10 @@
 //         first y_j != d_{j+1}
 //         roll the target back to the committed tokens, give the drafter their taps
 //
-// This file holds the DFlash drafter, SpeculativeGenerator (a Generator over a Gemma4Session
-// with a drafter, as the tests and benches drive it), DFlashGeneration (draft file -> loop)
-// and the statistics line the commands print.
+// This file holds the DFlash drafter, SpeculativeGenerator (a Generator over any LanguageModel
+// with a drafter, as the tests and benches drive it) and the statistics line the commands
+// print. The commands open drafts through their model (LoadedModel::load_draft,
+// TextModel::load_drafter), so nothing here names an architecture.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -22,7 +23,6 @@
 
 #include "generate/generator.h"
 #include "model/dflash.h"
-#include "model/gemma4_session.h"
 
 namespace boltrt {
 
@@ -94,13 +94,13 @@ class LockedDrafter : public BlockDrafter {
   std::mutex& mutex_;
 };
 
-// A Generator over a Gemma4Session with a drafter attached.
+// A Generator over a language model with a drafter attached.
 class SpeculativeGenerator {
  public:
-  // target, drafter must outlive the generator. Turns on the target's tap capture. Throws
-  // boltrt::Error when the target's micro-batch cannot hold a verify batch (draft_max + 1: a
-  // sliding-window ring rolls back at most that far).
-  SpeculativeGenerator(Gemma4Session& target, BlockDrafter& drafter, GenerationVocab vocab,
+  // target, drafter must outlive the generator. Turns on the target's tap capture (a target
+  // that cannot capture throws boltrt::Error). Throws boltrt::Error when a verify batch
+  // (draft_max + 1 tokens) is longer than the target can roll back (max_verify_batch()).
+  SpeculativeGenerator(LanguageModel& target, BlockDrafter& drafter, GenerationVocab vocab,
                        const SamplerConfig& sampling, const SpeculativeOptions& options);
 
   // Generator::generate (the cached prefix is reused across calls).
@@ -111,41 +111,6 @@ class SpeculativeGenerator {
 
  private:
   Generator generator_;
-};
-
-// What a command needs for `--draft FILE`: the draft loaded for a target session and the loop
-// over them.
-class DFlashGeneration {
- public:
-  // target must be a Gemma4Session (else one boltrt::Error naming the draft file); it and its
-  // model must outlive this. Throws boltrt::Error when the draft does not fit the target.
-  DFlashGeneration(const std::string& draft_path, LanguageModel& target, GenerationVocab vocab,
-                   const SamplerConfig& sampling, const SpeculativeOptions& options);
-  // Loads the target from `target_path` itself and runs it in a session of its own (for
-  // callers without a loaded target; a TextModel opens drafts with TextModel::load_drafter).
-  // threads <= 0: one thread.
-  DFlashGeneration(const std::string& draft_path, const std::string& target_path,
-                   const SessionOptions& session, int threads, GenerationVocab vocab,
-                   const SamplerConfig& sampling, const SpeculativeOptions& options);
-  ~DFlashGeneration();
-
-  SpeculativeResult generate(std::span<const int32_t> prompt, const GenerationOptions& options) {
-    return generator_->generate(prompt, options);
-  }
-  Sampler& sampler() { return generator_->sampler(); }
-  const DFlashDraft& draft() const { return *draft_; }
-
- private:
-  void init(const std::string& draft_path, Gemma4Session& session, GenerationVocab vocab,
-            const SamplerConfig& sampling, const SpeculativeOptions& options);
-
-  // owned only by the second constructor
-  std::unique_ptr<Gemma4Model> target_;
-  std::unique_ptr<ThreadPool> pool_;
-  std::unique_ptr<Gemma4Session> session_;
-  std::unique_ptr<DFlashDraft> draft_;
-  std::unique_ptr<DFlashDrafter> drafter_;
-  std::unique_ptr<SpeculativeGenerator> generator_;
 };
 
 // One line of statistics, e.g. "draft: 812/1024 accepted (79.3%), mean acceptance length 4.25

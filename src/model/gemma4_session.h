@@ -27,6 +27,7 @@ class Gemma4Session : public LanguageModel {
   // Rolls back at most n_batch tokens when the model has sliding-window layers (their ring
   // keeps no more); throws boltrt::Error otherwise.
   void rollback(int64_t n_past) override;
+  int64_t max_verify_batch() const override { return kv_.max_batch(); }
   // Verify batches of at most n_batch tokens keep their final hidden rows and run the output
   // head for a row only when verify_row() asks for it, in doubling chunks of rows (0, 1, 2-3,
   // 4-7, ...); longer batches: every row at once.

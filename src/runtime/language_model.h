@@ -4,6 +4,7 @@
 // scripted fakes and run unchanged on any model and backend.
 #pragma once
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <vector>
 
@@ -43,6 +44,10 @@ class LanguageModel {
   }
 
   void reset() { rollback(0); }
+  // The longest batch a speculative verify may decode and then roll back to any of its rows: a
+  // verify of draft + 1 tokens is rolled back by up to draft tokens. Default: no limit (Gemma 4
+  // sessions: n_batch, what their sliding-window rings keep).
+  virtual int64_t max_verify_batch() const { return std::numeric_limits<int64_t>::max(); }
 
   // Hidden-state capture for speculative drafting (DFlash KV injection, shared/docs/dflash.md
   // A4): with a non-empty list of layer ids every decode() also fills taps() with

@@ -97,6 +97,7 @@ class Gemma4CudaSession : public LanguageModel {
   // Any rollback for models without sliding-window layers; with them, as far back as the
   // rings still hold (n_batch tokens, like the CPU cache), or to 0.
   void rollback(int64_t n_past) override;
+  int64_t max_verify_batch() const override { return n_batch_; }
 
   size_t device_bytes() const;  // KV cache + scratch of this session
 
