@@ -24,7 +24,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <bit>
 #include <boost/context/detail/fcontext.hpp>
 #include <condition_variable>
 #include <cstdio>
@@ -520,25 +519,25 @@ uint64_t arrive_warp(CudaThread& t) {
 // mma.m16n8k16: A row = g (+8), k = 2c (+1) (+8); B k = 2c (+1) (+8), n = g; D row g (+8),
 // col 2c (+1) (PTX ISA fragment tables). Products of two f16/bf16 are exact in f32 and the
 // sums are taken in double, then rounded once: a reference, not the tensor core's bits.
-// Every f16 value as f32, looked up (an uninstrumented function cannot inline the instrumented
-// conversion, and a call per operand was 8 % of the test).
-const float* f16_table() {
+// Every f16 value as f32 (entries 0..65535), then every bf16 value (65536..131071), from the
+// project's conversions: compute_mma is uninstrumented and so cannot inline the instrumented
+// conversions, and a call per operand was 8 % of the test.
+const float* half_tables() {
   static const std::vector<float> table = [] {
-    std::vector<float> t(65536);
-    for (uint32_t h = 0; h < 65536; ++h) t[h] = fp16_to_fp32(static_cast<uint16_t>(h));
+    std::vector<float> t(2 * 65536);
+    for (uint32_t h = 0; h < 65536; ++h) {
+      t[h] = fp16_to_fp32(static_cast<uint16_t>(h));
+      t[65536 + h] = bf16_to_fp32(static_cast<uint16_t>(h));
+    }
     return t;
   }();
   return table.data();
 }
 
-BOLTRT_EMU_UNINSTRUMENTED inline float decode_16(uint16_t bits, bool bf16, const float* f16) {
-  return bf16 ? std::bit_cast<float>(static_cast<uint32_t>(bits) << 16) : f16[bits];
-}
-
 BOLTRT_EMU_UNINSTRUMENTED void compute_mma(BlockRun& b, int warp) {
   CudaThread* lanes = &b.threads[static_cast<size_t>(warp) * 32];
   const bool bf16 = lanes[0].mma_bf16;
-  const float* f16 = f16_table();
+  const float* decode = half_tables() + (bf16 ? 65536 : 0);  // the 16-bit format's values
   double A[16][16], B[16][8], C[16][8];
   for (int l = 0; l < 32; ++l) {
     const CudaThread& t = lanes[l];
@@ -550,18 +549,18 @@ BOLTRT_EMU_UNINSTRUMENTED void compute_mma(BlockRun& b, int warp) {
     const int g = l >> 2, c = l & 3;
     auto lo = [](uint32_t r) { return static_cast<uint16_t>(r & 0xffffu); };
     auto hi = [](uint32_t r) { return static_cast<uint16_t>(r >> 16); };
-    A[g][2 * c] = decode_16(lo(t.mma_a[0]), bf16, f16);
-    A[g][2 * c + 1] = decode_16(hi(t.mma_a[0]), bf16, f16);
-    A[g + 8][2 * c] = decode_16(lo(t.mma_a[1]), bf16, f16);
-    A[g + 8][2 * c + 1] = decode_16(hi(t.mma_a[1]), bf16, f16);
-    A[g][2 * c + 8] = decode_16(lo(t.mma_a[2]), bf16, f16);
-    A[g][2 * c + 9] = decode_16(hi(t.mma_a[2]), bf16, f16);
-    A[g + 8][2 * c + 8] = decode_16(lo(t.mma_a[3]), bf16, f16);
-    A[g + 8][2 * c + 9] = decode_16(hi(t.mma_a[3]), bf16, f16);
-    B[2 * c][g] = decode_16(lo(t.mma_b[0]), bf16, f16);
-    B[2 * c + 1][g] = decode_16(hi(t.mma_b[0]), bf16, f16);
-    B[2 * c + 8][g] = decode_16(lo(t.mma_b[1]), bf16, f16);
-    B[2 * c + 9][g] = decode_16(hi(t.mma_b[1]), bf16, f16);
+    A[g][2 * c] = decode[lo(t.mma_a[0])];
+    A[g][2 * c + 1] = decode[hi(t.mma_a[0])];
+    A[g + 8][2 * c] = decode[lo(t.mma_a[1])];
+    A[g + 8][2 * c + 1] = decode[hi(t.mma_a[1])];
+    A[g][2 * c + 8] = decode[lo(t.mma_a[2])];
+    A[g][2 * c + 9] = decode[hi(t.mma_a[2])];
+    A[g + 8][2 * c + 8] = decode[lo(t.mma_a[3])];
+    A[g + 8][2 * c + 9] = decode[hi(t.mma_a[3])];
+    B[2 * c][g] = decode[lo(t.mma_b[0])];
+    B[2 * c + 1][g] = decode[hi(t.mma_b[0])];
+    B[2 * c + 8][g] = decode[lo(t.mma_b[1])];
+    B[2 * c + 9][g] = decode[hi(t.mma_b[1])];
     C[g][2 * c] = t.mma_d[0];
     C[g][2 * c + 1] = t.mma_d[1];
     C[g + 8][2 * c] = t.mma_d[2];
