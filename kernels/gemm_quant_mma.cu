@@ -143,6 +143,11 @@ __global__ void __launch_bounds__(kThreads)
       }
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
+        // Token tiles wholly past the batch hold zeros and are never stored: skip their mma.
+        // The condition is the same on every lane of the warp (mma.sync stays converged). A
+        // 12-token DFlash verify batch runs 16 of the block's 64 mma per 16-wide k step, a
+        // 40-token prompt 40.
+        if (n0 + warp_n + 8 * j >= n) break;
         const int tok = warp_n + 8 * j + g;
         const uint32_t b0 = load_u32(&s_x[tok][kk + 2 * c]);
         const uint32_t b1 = load_u32(&s_x[tok][kk + 2 * c + 8]);
