@@ -147,7 +147,8 @@ struct WarpState {
 // One block's execution state, reused by a worker from block to block.
 struct BlockRun {
   std::vector<WarpState> warps;
-  std::vector<std::vector<int>> warp_order;  // per warp: its lanes' thread ids in run order
+  // Warp w's lanes' thread ids in run order, at [32 w, 32 w + its lane count).
+  std::vector<int> warp_order;
   bctx::fcontext_t scheduler = nullptr;  // the worker's own stack, where a block starts and ends
   const void* scheduler_bottom = nullptr;
   size_t scheduler_size = 0;
@@ -160,6 +161,13 @@ struct BlockRun {
   size_t arena_used = 0, static_bytes = 0, limit = 0;
   size_t dynamic_offset = 0, dynamic_size = 0;
   std::vector<SharedVar> vars;
+  // The same storage as threads, warps, order and warp_order, for the uninstrumented hot path:
+  // it cannot inline the instrumented std::vector accessors (each element access was a call,
+  // 4 % of an E4B-shape test under ASan). Set by run_block once the vectors are sized.
+  CudaThread* thread_at = nullptr;
+  WarpState* warp_at = nullptr;
+  const int* order_at = nullptr;
+  const int* warp_order_at = nullptr;
   const char* kernel() const { return launch->request.name; }
 };
 
@@ -196,17 +204,15 @@ void store_continuation(const bctx::transfer_t& back) {
 // The next runnable thread after `from` in run order, looking first among its own warp's lanes
 // (a warp collective's lanes take turns without a pass over the whole block).
 BOLTRT_EMU_UNINSTRUMENTED CudaThread* next_runnable(BlockRun& b, const CudaThread& from) {
-  const std::vector<int>& lanes = b.warp_order[static_cast<size_t>(from.warp)];
-  const int m = static_cast<int>(lanes.size());
+  const int n = b.n_threads;
+  const int* lanes = b.warp_order_at + from.warp * 32;
+  const int m = std::min(32, n - from.warp * 32);
   for (int step = 1; step < m; ++step) {
-    CudaThread& t =
-        b.threads[static_cast<size_t>(lanes[static_cast<size_t>((from.warp_position + step) % m)])];
+    CudaThread& t = b.thread_at[lanes[(from.warp_position + step) % m]];
     if (t.state == State::kRunnable) return &t;
   }
-  const int n = b.n_threads;
   for (int step = 1; step <= n; ++step) {
-    const int pos = (from.position + step) % n;
-    CudaThread& t = b.threads[static_cast<size_t>(b.order[static_cast<size_t>(pos)])];
+    CudaThread& t = b.thread_at[b.order_at[(from.position + step) % n]];
     if (t.state == State::kRunnable) return &t;
   }
   return nullptr;
@@ -379,9 +385,9 @@ void compute_mma(BlockRun& b, int warp);
 // Completes the collective of the lanes named by `mask` (the mask of a waiting lane) when every
 // named lane that has not exited waits at it; false when it cannot complete yet.
 BOLTRT_EMU_UNINSTRUMENTED bool try_complete_group(BlockRun& b, int warp, const CudaThread& leader) {
-  CudaThread* lanes = &b.threads[static_cast<size_t>(warp) * 32];
+  CudaThread* lanes = b.thread_at + warp * 32;
   const unsigned mask = leader.mask;
-  WarpState& ws = b.warps[static_cast<size_t>(warp)];
+  WarpState& ws = b.warp_at[warp];
   const unsigned waiting = ws.waiting, exited = ws.exited;
   if (((waiting | exited) & mask) != mask) return false;  // a named lane has not arrived yet
   const char* what = leader.collective == Collective::kMma    ? "mma.sync"
@@ -535,7 +541,7 @@ const float* half_tables() {
 }
 
 BOLTRT_EMU_UNINSTRUMENTED void compute_mma(BlockRun& b, int warp) {
-  CudaThread* lanes = &b.threads[static_cast<size_t>(warp) * 32];
+  CudaThread* lanes = b.thread_at + warp * 32;
   const bool bf16 = lanes[0].mma_bf16;
   const float* decode = half_tables() + (bf16 ? 65536 : 0);  // the 16-bit format's values
   double A[16][16], B[16][8], C[16][8];
@@ -739,14 +745,19 @@ bool run_block(const KernelLaunch& launch, uint3 block_idx, Schedule schedule, u
     t.context = bctx::make_fcontext(t.stack->base + t.stack->size, t.stack->size, fiber_entry);
   }
   b.order = make_order(schedule, n, seed);
-  b.warp_order.assign(b.warps.size(), {});
+  b.warp_order.assign(static_cast<size_t>(n), 0);
+  std::vector<int> lanes_placed(b.warps.size(), 0);
   for (int p = 0; p < n; ++p) {
     CudaThread& t = b.threads[static_cast<size_t>(b.order[static_cast<size_t>(p)])];
     t.position = p;
-    std::vector<int>& lanes = b.warp_order[static_cast<size_t>(t.warp)];
-    t.warp_position = static_cast<int>(lanes.size());
-    lanes.push_back(t.tid);
+    int& placed = lanes_placed[static_cast<size_t>(t.warp)];
+    t.warp_position = placed;
+    b.warp_order[static_cast<size_t>(t.warp * 32 + placed++)] = t.tid;
   }
+  b.thread_at = b.threads.data();
+  b.warp_at = b.warps.data();
+  b.order_at = b.order.data();
+  b.warp_order_at = b.warp_order.data();
   tl_block = &b;
   while (!b.faulted && b.n_exited < n) {
     CudaThread* first = nullptr;
@@ -893,8 +904,11 @@ struct Snapshot {
   std::vector<std::vector<uint8_t>> bytes;
 };
 
-Snapshot take_snapshot(const LaunchRequest& r) {
-  Snapshot s;
+// Fills `s`, reusing its buffers: a fresh multi-megabyte copy per checked launch was mostly page
+// faults (5 % of an E4B-shape test under ASan).
+void take_snapshot(const LaunchRequest& r, Snapshot& s) {
+  s.allocations.clear();
+  size_t used = 0;
   for (const PointerArg& p : r.pointers) {
     if (!p.writable || !p.ptr) continue;
     Allocation a;
@@ -904,9 +918,9 @@ Snapshot take_snapshot(const LaunchRequest& r) {
     if (seen) continue;
     s.allocations.push_back(a);
     const auto* src = reinterpret_cast<const uint8_t*>(a.base);
-    s.bytes.emplace_back(src, src + a.size);
+    if (s.bytes.size() <= used) s.bytes.emplace_back();
+    s.bytes[used++].assign(src, src + a.size);
   }
-  return s;
 }
 
 void restore(const Snapshot& s) {
@@ -1167,14 +1181,15 @@ void execute_kernel(const KernelLaunch& launch) {
   const Schedule first = cfg.schedule;
   const uint64_t seed = launch.serial * 0x2545F4914F6CDD1Dull + 1;
   const bool check = cfg.racecheck && !order_dependent_by_design(r.name) && race_check_due(r, cfg);
-  Snapshot before;
-  if (check) before = take_snapshot(r);
+  // One pair of snapshots per emulator thread that executes launches, kept for their buffers.
+  thread_local Snapshot before, after;
+  if (check) take_snapshot(r, before);
   BlockPool& pool = BlockPool::get();
   if (!pool.run(launch, block_order(first, n_blocks, seed), first, seed, limit) || !check) return;
 
   // The race check: the same launch from the same memory under another schedule.
   const Schedule second = launch.serial % 2 ? Schedule::kShuffle : Schedule::kReverse;
-  Snapshot after = take_snapshot(r);
+  take_snapshot(r, after);
   restore(before);
   if (!pool.run(launch, block_order(second, n_blocks, seed + 1), second, seed + 1, limit)) return;
   for (size_t i = 0; i < after.allocations.size(); ++i) {
