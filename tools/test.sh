@@ -5,7 +5,7 @@
 #   3. configure against tools/pack-deps.sh's folder (the GPU machine's build); aarch64 cross
 #      build, op tests (NEON kernels) under qemu-user
 #   4. clang ASan+UBSan build with the CUDA emulator (-DBOLTRT_CUDA_EMULATOR=ON): all tests, the
-#      CUDA ones on the emulated device
+#      CUDA ones on the emulated device (test drivers at -O0, the library at -O2: CMakeLists.txt)
 #   5. libFuzzer run of the GGUF reader
 # Usage: tools/test.sh [--quick]   (--quick: Release build and tests only)
 set -euo pipefail
@@ -52,7 +52,7 @@ stamp "ASan+UBSan + CUDA emulator build (clang) ($(disk))"
 CC=clang CXX=clang++ cmake -S . -B build/ci-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -gline-tables-only -DNDEBUG" \
   -DBOLTRT_SANITIZE=ON -DBOLTRT_WERROR=ON -DBOLTRT_CUDA_EMULATOR=ON -DBOLTRT_BENCH=OFF \
-  -DBOLTRT_FUZZ=ON >/dev/null
+  -DBOLTRT_FUZZ=ON -DBOLTRT_TESTS_O0=ON >/dev/null
 cmake --build build/ci-asan -j"$JOBS"
 stamp "ASan+UBSan tests (CUDA on the emulator)"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
