@@ -183,6 +183,19 @@ cudaError_t launch_for_pairs(const float* q, const void* k_cache, const void* v_
 
 }  // namespace
 
+bool attention_prefill_head_dim_supported(int64_t head_dim) {
+  switch (head_dim) {  // the cases of launch_attention_prefill below
+    case 64:
+    case 128:
+    case 192:
+    case 256:
+    case 512:
+      return true;
+    default:
+      return false;
+  }
+}
+
 cudaError_t launch_attention_prefill(const float* q, const void* k_cache, const void* v_cache,
                                      int64_t n_tokens, int64_t pos0, int64_t cells, int64_t n_head,
                                      int64_t n_head_kv, int64_t head_dim, int64_t window,
@@ -195,13 +208,14 @@ cudaError_t launch_attention_prefill(const float* q, const void* k_cache, const 
   case pairs * 64:                                                                                \
     return launch_for_pairs<pairs>(q, k_cache, v_cache, n_tokens, pos0, cells, n_head, n_head_kv, \
                                    window, scale, cap, out, stream, format);
+    // The head sizes the tests run (CudaOps.AttentionPrefillMatchesCpu): Gemma 4's 256 and 512,
+    // the tiny models' 64 and 128, and 192 for a pair count that is not a power of two. 320,
+    // 384 and 448 were 6 of 16 never-run kernels in the largest compile of the CUDA build
+    // (16 kernels x 5 architectures: 271 CPU-s with nvcc on the CI machine).
     BOLTRT_PREFILL_CASE(1)
     BOLTRT_PREFILL_CASE(2)
     BOLTRT_PREFILL_CASE(3)
     BOLTRT_PREFILL_CASE(4)
-    BOLTRT_PREFILL_CASE(5)
-    BOLTRT_PREFILL_CASE(6)
-    BOLTRT_PREFILL_CASE(7)
     BOLTRT_PREFILL_CASE(8)
 #undef BOLTRT_PREFILL_CASE
     default:

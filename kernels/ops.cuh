@@ -96,12 +96,16 @@ cudaError_t launch_attention_decode(const float* q, const void* k_cache, const v
 // GQA mapping, scale and cap) for many queries at once: flash attention with K/V tiles staged
 // in shared memory once per block of query rows that share a KV head. Every key of
 // [first_visible_key(pos0), pos0 + n_tokens) must still be in the cache (cells >= the span).
-// head_dim a multiple of 64, at most 512. Used for prefill chunks and DFlash verify batches.
+// head_dim 64, 128, 192, 256 or 512 (attention_prefill_head_dim_supported). Used for prefill
+// chunks and DFlash verify batches.
 cudaError_t launch_attention_prefill(const float* q, const void* k_cache, const void* v_cache,
                                      int64_t n_tokens, int64_t pos0, int64_t cells, int64_t n_head,
                                      int64_t n_head_kv, int64_t head_dim, int64_t window,
                                      float scale, float cap, float* out, cudaStream_t stream,
                                      KvFormat format = KvFormat::kF16);
+// Whether launch_attention_prefill has a kernel for this head size (the CUDA model refuses
+// others at load).
+bool attention_prefill_head_dim_supported(int64_t head_dim);
 
 // moe_route.cu: per token, the k experts of largest softmax(logits) probability, descending
 // (ties to the lower index), weights renormalised to sum 1 (cuda::moe_route_top_k, the same

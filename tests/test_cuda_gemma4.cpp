@@ -338,6 +338,26 @@ TEST(CudaGemma4Layouts, SessionMemoryFromTheLayoutAlone) {
 }
 
 // Runs without a device: the 26B-A4B MoE layout (merged or split experts) is accepted.
+// A head size without a prefill attention kernel (a multiple of 64 the tests never run) is
+// refused at load with one line naming the layer and the sizes that are taken.
+TEST(CudaGemma4Layouts, HeadSizeWithoutAKernelIsRefused) {
+#if !defined(BOLTRT_HAVE_CUDA)
+  GTEST_SKIP() << "built without CUDA (configure with -DBOLTRT_CUDA=ON)";
+#else
+  const std::string dir = test::scratch_dir("cuda_gemma4_head_size");
+  const std::string path = dir + "/model.gguf";
+  model::Gemma4Config config = model::gemma4_preset("tiny");
+  config.head_dim_full = 320;
+  model::write_gemma4_synth(config, {}, path);
+  auto host = Gemma4Model::load(path);
+  const std::string reason = cuda::gemma4_unsupported_reason(*host);
+  EXPECT_NE(reason.find("has head size 320 (the attention kernels take 64, 128, 192, 256 or 512)"),
+            std::string::npos)
+      << reason;
+  std::filesystem::remove_all(dir);
+#endif
+}
+
 TEST(CudaGemma4Layouts, MixtureOfExpertsIsSupported) {
 #if !defined(BOLTRT_HAVE_CUDA)
   GTEST_SKIP() << "built without CUDA (configure with -DBOLTRT_CUDA=ON)";

@@ -467,6 +467,15 @@ TEST_F(CudaOps, AttentionRejectsUnsupportedShapes) {
   EXPECT_EQ(kernels::launch_attention_prefill(nullptr, nullptr, nullptr, 4, 0, 4, 8, 2, 96, 0, 1, 0,
                                               nullptr, nullptr),
             cudaErrorInvalidValue);  // head_dim not a multiple of 64
+  EXPECT_EQ(kernels::launch_attention_prefill(nullptr, nullptr, nullptr, 4, 0, 4, 8, 2, 320, 0, 1,
+                                              0, nullptr, nullptr),
+            cudaErrorInvalidValue);  // a multiple of 64 without a prefill kernel
+  for (int64_t hd : {64, 128, 192, 256, 512}) {
+    EXPECT_TRUE(kernels::attention_prefill_head_dim_supported(hd)) << hd;
+  }
+  for (int64_t hd : {0, 96, 320, 384, 448, 576, 1024}) {
+    EXPECT_FALSE(kernels::attention_prefill_head_dim_supported(hd)) << hd;
+  }
   EXPECT_EQ(kernels::launch_attention_prefill(nullptr, nullptr, nullptr, 4, 0, 4, 8, 3, 256, 0, 1,
                                               0, nullptr, nullptr),
             cudaErrorInvalidValue);  // 8 heads over 3 KV heads

@@ -131,9 +131,10 @@ std::string gemma4_unsupported_reason(const Gemma4Model& model) {
         }
       }
     }
-    if (lc.head_dim % 64 != 0 || lc.head_dim > 512) {
-      return fmt::format("layer {} has head size {} (the kernel takes multiples of 64 up to 512)",
-                         il, lc.head_dim);
+    if (!kernels::attention_prefill_head_dim_supported(lc.head_dim)) {
+      return fmt::format(
+          "layer {} has head size {} (the attention kernels take 64, 128, 192, 256 or 512)", il,
+          lc.head_dim);
     }
     if (lc.n_rot > lc.head_dim || lc.n_rot % 2 != 0) {
       return fmt::format("layer {} rotates {} of {} dims", il, lc.n_rot, lc.head_dim);
