@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it (.ci/run calls this):
 #   1. setup (Debian packages), test data that scripts make (never committed)
-#   2. Release build, warnings as errors, CUDA compiled when nvcc exists; all tests
+#   2. Release build, warnings as errors, CUDA compiled when nvcc exists; all tests (here and in
+#      4 the test drivers compile at -O0, the library and CLI as the build type says)
 #   3. configure against tools/pack-deps.sh's folder (the GPU machine's build); aarch64 cross
 #      build, op tests (NEON kernels) under qemu-user
 #   4. clang ASan+UBSan build with the CUDA emulator (-DBOLTRT_CUDA_EMULATOR=ON): all tests, the
-#      CUDA ones on the emulated device (test drivers at -O0, the library at -O2: CMakeLists.txt)
+#      CUDA ones on the emulated device
 #   5. libFuzzer run of the GGUF reader
 # Usage: tools/test.sh [--quick]   (--quick: Release build and tests only)
 set -euo pipefail
@@ -25,7 +26,8 @@ tools/setup.sh
 tools/fetch-test-data.sh
 
 stamp "Release build"
-cmake -S . -B build/ci-release -G Ninja -DCMAKE_BUILD_TYPE=Release -DBOLTRT_WERROR=ON >/dev/null
+cmake -S . -B build/ci-release -G Ninja -DCMAKE_BUILD_TYPE=Release -DBOLTRT_WERROR=ON \
+  -DBOLTRT_TESTS_O0=ON >/dev/null
 cmake --build build/ci-release -j"$JOBS"
 stamp "Release tests"
 ctest --test-dir build/ci-release --output-on-failure -j"$JOBS"
