@@ -746,11 +746,11 @@ bool run_block(const KernelLaunch& launch, uint3 block_idx, Schedule schedule, u
   }
   b.order = make_order(schedule, n, seed);
   b.warp_order.assign(static_cast<size_t>(n), 0);
-  std::vector<int> lanes_placed(b.warps.size(), 0);
+  int lanes_placed[32] = {};  // per warp (at most 1024 threads, checked at launch)
   for (int p = 0; p < n; ++p) {
     CudaThread& t = b.threads[static_cast<size_t>(b.order[static_cast<size_t>(p)])];
     t.position = p;
-    int& placed = lanes_placed[static_cast<size_t>(t.warp)];
+    int& placed = lanes_placed[t.warp];
     t.warp_position = placed;
     b.warp_order[static_cast<size_t>(t.warp * 32 + placed++)] = t.tid;
   }
