@@ -337,7 +337,6 @@ TEST(CudaGemma4Layouts, SessionMemoryFromTheLayoutAlone) {
 #endif
 }
 
-// Runs without a device: the 26B-A4B MoE layout (merged or split experts) is accepted.
 // A head size without a prefill attention kernel (a multiple of 64 the tests never run) is
 // refused at load with one line naming the layer and the sizes that are taken.
 TEST(CudaGemma4Layouts, HeadSizeWithoutAKernelIsRefused) {
@@ -358,6 +357,7 @@ TEST(CudaGemma4Layouts, HeadSizeWithoutAKernelIsRefused) {
 #endif
 }
 
+// Runs without a device: the 26B-A4B MoE layout (merged or split experts) is accepted.
 TEST(CudaGemma4Layouts, MixtureOfExpertsIsSupported) {
 #if !defined(BOLTRT_HAVE_CUDA)
   GTEST_SKIP() << "built without CUDA (configure with -DBOLTRT_CUDA=ON)";
