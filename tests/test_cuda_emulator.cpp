@@ -365,6 +365,16 @@ TEST_F(CudaEmulator, MaskThatDoesNotNameTheCallerIsAFinding) {
   EXPECT_NE(sole_finding().find("does not name the calling lane"), std::string::npos);
 }
 
+__global__ void shuffle_width_not_a_power_of_two_kernel(int* out) {
+  out[threadIdx.x] = __shfl_sync(0xffffffffu, 1, 0, 12);
+}
+
+TEST_F(CudaEmulator, ShuffleWidthThatIsNotAPowerOfTwoIsAFinding) {
+  int* out = device_alloc<int>(32);
+  BOLTRT_LAUNCH(1, 32, 0, nullptr, shuffle_width_not_a_power_of_two_kernel)(out);
+  EXPECT_NE(sole_finding().find("width 12 is not a power of two"), std::string::npos);
+}
+
 __global__ void shuffle_after_exit_kernel(int* out) {
   if (threadIdx.x == 3) return;
   out[threadIdx.x] = __shfl_sync(0xffffffffu, 7, 3);  // lane 3 has exited

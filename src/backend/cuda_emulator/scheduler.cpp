@@ -50,12 +50,13 @@
 #include <sanitizer/common_interface_defs.h>
 #endif
 
-// The warp-collective hot path (finding the next runnable lane, completing a shuffle / vote /
-// mma group, the mma arithmetic) is not instrumented by the sanitizers: it is the emulator's own
-// bookkeeping over one warp's 32 lanes and fixed-size locals, every index bounded by 32 or a loop
-// constant, and under ASan+UBSan it was half of an E4B-shape CUDA test's time (compute_mma alone
-// 40 %). The kernels (the code under test), the device memory they reach, fiber stacks, launches
-// and everything else of the emulator stay instrumented.
+// The warp-collective hot path (a lane's arrival at a shuffle / vote / mma, the switch to the
+// next runnable lane, completing the group, the mma arithmetic) is not instrumented by the
+// sanitizers: it is the emulator's own bookkeeping over one warp's 32 lanes and fixed-size
+// locals, every index bounded by 32 or a loop constant, and under ASan+UBSan it was half of an
+// E4B-shape CUDA test's time (compute_mma alone 40 %). The kernels (the code under test), the
+// device memory they reach, fiber stacks, launches and everything else of the emulator stay
+// instrumented.
 #if defined(__clang__) || defined(__GNUC__)
 #define BOLTRT_EMU_UNINSTRUMENTED __attribute__((no_sanitize("address", "undefined")))
 #else
@@ -197,7 +198,7 @@ void asan_finish(void* save, const void** bottom, size_t* size) {
 // worker's own stack only when none is runnable: the block is done, faulted or deadlocked.
 // Every jump passes the address of the slot where the jumper's continuation belongs; whoever
 // resumes stores it there.
-void store_continuation(const bctx::transfer_t& back) {
+BOLTRT_EMU_UNINSTRUMENTED void store_continuation(const bctx::transfer_t& back) {
   *static_cast<bctx::fcontext_t*>(back.data) = back.fctx;
 }
 
@@ -207,19 +208,25 @@ BOLTRT_EMU_UNINSTRUMENTED CudaThread* next_runnable(BlockRun& b, const CudaThrea
   const int n = b.n_threads;
   const int* lanes = b.warp_order_at + from.warp * 32;
   const int m = std::min(32, n - from.warp * 32);
-  for (int step = 1; step < m; ++step) {
-    CudaThread& t = b.thread_at[lanes[(from.warp_position + step) % m]];
+  // positions wrap by a compare, not `%`: an integer division per lane switch was most of this
+  for (int step = 1, p = from.warp_position + 1; step < m; ++step, ++p) {
+    if (p == m) p = 0;
+    CudaThread& t = b.thread_at[lanes[p]];
     if (t.state == State::kRunnable) return &t;
   }
-  for (int step = 1; step <= n; ++step) {
-    CudaThread& t = b.thread_at[b.order_at[(from.position + step) % n]];
+  for (int step = 1, p = from.position + 1; step <= n; ++step, ++p) {
+    if (p == n) p = 0;
+    CudaThread& t = b.thread_at[b.order_at[p]];
     if (t.state == State::kRunnable) return &t;
   }
   return nullptr;
 }
 
 // Leaves the calling CUDA thread; returns when some thread (or the worker) resumes it.
-void switch_away(CudaThread& t) {
+// Uninstrumented like the rest of the lane-switching path: its locals whose addresses go to the
+// fiber API gave it an ASan stack frame (redzones poisoned and cleared on every one of the ~31
+// switches per warp shuffle).
+BOLTRT_EMU_UNINSTRUMENTED void switch_away(CudaThread& t) {
   BlockRun& b = *t.block;
   CudaThread* next = b.faulted ? nullptr : next_runnable(b, t);
   if (next == &t) return;  // it is runnable itself (it completed what it waited for)
@@ -300,7 +307,7 @@ std::string thread_name(const CudaThread& t) {
   for (;;) switch_away(t);
 }
 
-CudaThread& current_thread(const char* what) {
+BOLTRT_EMU_UNINSTRUMENTED CudaThread& current_thread(const char* what) {
   if (!tl_thread) {
     std::fprintf(stderr, "boltrt-emu: %s called outside a kernel\n", what);
     std::abort();
@@ -500,24 +507,32 @@ void try_complete_warp(BlockRun& b, int warp) {
   }
 }
 
-// Parks the calling lane at a collective until it completes; returns its result.
-uint64_t arrive_warp(CudaThread& t) {
-  t.state = State::kWarp;
+// The findings of arrive_warp, out of line: their strings would give the hot path a stack frame.
+[[noreturn]] __attribute__((noinline)) void fault_warp_operands(const CudaThread& t) {
   if (!(t.mask >> t.lane & 1u)) {
     fiber_fault(
         fmt::format("warp intrinsic with mask {:#010x} that does not name the calling "
                     "lane {}",
                     t.mask, t.lane));
   }
-  if (t.width < 1 || t.width > 32 || (t.width & (t.width - 1)) != 0) {
-    fiber_fault(fmt::format("warp shuffle width {} is not a power of two in [1, 32]", t.width));
+  fiber_fault(fmt::format("warp shuffle width {} is not a power of two in [1, 32]", t.width));
+}
+[[noreturn]] __attribute__((noinline)) void park_faulted() {
+  fiber_fault("");
+}
+
+// Parks the calling lane at a collective until it completes; returns its result.
+BOLTRT_EMU_UNINSTRUMENTED uint64_t arrive_warp(CudaThread& t) {
+  t.state = State::kWarp;
+  if (!(t.mask >> t.lane & 1u) || t.width < 1 || t.width > 32 || (t.width & (t.width - 1)) != 0) {
+    fault_warp_operands(t);
   }
   BlockRun& b = *t.block;
-  b.warps[static_cast<size_t>(t.warp)].waiting |= 1u << t.lane;
+  b.warp_at[t.warp].waiting |= 1u << t.lane;
   try_complete_group(b, t.warp, t);  // only the caller's group can complete by its arrival
   while (t.state != State::kRunnable) {
     switch_away(t);
-    if (b.faulted) fiber_fault("");
+    if (b.faulted) park_faulted();
   }
   return t.result;
 }
@@ -970,8 +985,9 @@ __attribute__((noinline)) int barrier(int predicate, int reduce) {
   return static_cast<int>(t.result);
 }
 
-__attribute__((noinline)) uint64_t shfl(ShflKind kind, unsigned mask, uint64_t value, int operand,
-                                        int width) {
+BOLTRT_EMU_UNINSTRUMENTED __attribute__((noinline)) uint64_t shfl(ShflKind kind, unsigned mask,
+                                                                  uint64_t value, int operand,
+                                                                  int width) {
   CudaThread& t = current_thread("a warp shuffle");
   t.site = __builtin_return_address(0);
   t.collective = Collective::kShfl;
@@ -983,7 +999,8 @@ __attribute__((noinline)) uint64_t shfl(ShflKind kind, unsigned mask, uint64_t v
   return arrive_warp(t);
 }
 
-__attribute__((noinline)) unsigned vote(VoteKind kind, unsigned mask, int predicate) {
+BOLTRT_EMU_UNINSTRUMENTED __attribute__((noinline)) unsigned vote(VoteKind kind, unsigned mask,
+                                                                  int predicate) {
   CudaThread& t = current_thread("a warp vote");
   t.site = __builtin_return_address(0);
   t.collective = Collective::kVote;
