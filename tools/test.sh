@@ -7,7 +7,7 @@
 #      build, op tests (NEON kernels) under qemu-user
 #   4. clang ASan+UBSan build with the CUDA emulator (-DBOLTRT_CUDA_EMULATOR=ON): all tests, the
 #      CUDA ones on the emulated device
-#   5. libFuzzer run of the GGUF reader
+#   5. libFuzzer runs of the parsers (GGUF reader, grammar / JSON Schema, HTTP), side by side
 # Usage: tools/test.sh [--quick]   (--quick: Release build and tests only)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -66,12 +66,24 @@ if grep -E "\*\*\*Skipped|Skipped " build/ci-asan/ctest.log | grep -i cuda; then
 fi
 stamp "ASan+UBSan tests passed ($(disk))"
 
-stamp "fuzz the GGUF reader"
+# The parsers' fuzzers (GGUF reader, grammar / JSON Schema, HTTP) run side by side: each is one
+# process on one core, so one after another they left the other core idle.
+stamp "fuzz the parsers"
+fuzz() {  # one libFuzzer target; prints the end of its log (more of it when it fails)
+  local f=$1 name corpus log rc=0
+  name=$(basename "$f"); corpus=build/ci-asan/corpus-$name; log=build/ci-asan/$name.log
+  mkdir -p "$corpus"
+  local seeds=(); [[ -d tests/data/fuzz/$name ]] && seeds=(tests/data/fuzz/$name)
+  "$f" -runs="${FUZZ_RUNS:-300000}" -max_len=65536 -timeout=10 "$corpus" "${seeds[@]}" \
+    >"$log" 2>&1 || rc=$?
+  if ((rc)); then echo "== $name failed ($rc):"; tail -n 60 "$log"; else
+    echo "== $name:"; tail -n 3 "$log"; fi
+  return "$rc"
+}
+pids=()
 for f in build/ci-asan/fuzz_*; do
   [[ -x $f ]] || continue
-  name=$(basename "$f")
-  corpus=build/ci-asan/corpus-$name; mkdir -p "$corpus"
-  seeds=(); [[ -d tests/data/fuzz/$name ]] && seeds=(tests/data/fuzz/$name)
-  "$f" -runs="${FUZZ_RUNS:-300000}" -max_len=65536 -timeout=10 "$corpus" "${seeds[@]}" 2>&1 | tail -n 3
+  fuzz "$f" & pids+=($!)
 done
+for pid in "${pids[@]}"; do wait "$pid"; done
 stamp "all passed"
