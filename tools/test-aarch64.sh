@@ -89,27 +89,39 @@ stamp "build ${TESTS[*]}"
 cmake --build "$B/boltrt" -j"$JOBS" --target "${TESTS[@]}"
 
 # ---- 4. run under qemu -----------------------------------------------------------------------
-failed=()
 # Each test under a time limit: a hang fails the stage instead of eating CI's time.
 # A test may be left out under qemu with QEMU_FILTER_<test>='-Suite.Name' (none is today: the
 # ThreadPool hang seen here in session 9 was a store-load ordering that qemu-user does not give
 # STLR + LDAR on an x86 host; the pool now closes shared jobs with an RMW, thread_pool.cpp).
+# JOBS runs at a time (most run one guest thread: one after another they left a core idle); each
+# one's output goes to its own log, printed in order once all have ended.
+run_under_qemu() {  # log name, then the command; writes $B/qemu-NAME.log and $B/qemu-NAME.rc
+  local name=$1 rc=0
+  shift
+  timeout 600 "$@" >"$B/qemu-$name.log" 2>&1 || rc=$?
+  echo "$rc" >"$B/qemu-$name.rc"
+}
+# A CPU without dotprod (Cortex-A53): the detection must pick plain NEON, and plain NEON must pass
+# alone. Started first: test_matmul is the longest run.
+RUNS=(cortex-a53 "${TESTS[@]}")
+stamp "run ${RUNS[*]} ($JOBS at a time)"
+rm -f "$B"/qemu-*.rc
+QEMU_CPU=cortex-a53 run_under_qemu cortex-a53 "$QEMU" "$B/boltrt/test_matmul" --gtest_brief=1 &
 for t in "${TESTS[@]}"; do
-  stamp "run $t"
+  while (($(jobs -rp | wc -l) >= JOBS)); do wait -n || true; done
   filter_var="QEMU_FILTER_$t"
   filter=${!filter_var:-}
-  [[ -n $filter ]] && echo "left out under qemu (see tools/test-aarch64.sh): ${filter#-}"
-  timeout 600 "$QEMU" "$B/boltrt/$t" --gtest_brief=1 ${filter:+--gtest_filter="$filter"} ||
-    failed+=("$t")
+  [[ -n $filter ]] && echo "$t: left out under qemu (see tools/test-aarch64.sh): ${filter#-}"
+  run_under_qemu "$t" "$QEMU" "$B/boltrt/$t" --gtest_brief=1 ${filter:+--gtest_filter="$filter"} &
 done
-# A CPU without dotprod: the detection must pick plain NEON, and plain NEON must pass alone.
-stamp "run test_matmul on cortex-a53 (no dotprod)"
-if out=$(QEMU_CPU=cortex-a53 "$QEMU" "$B/boltrt/test_matmul" --gtest_brief=1 2>&1); then
-  grep -q "best SIMD level: neon$" <<<"$out" || { echo "$out" | tail -n 5; failed+=("cortex-a53 level"); }
-else
-  echo "$out" | tail -n 30
-  failed+=("test_matmul on cortex-a53")
-fi
+wait
+failed=()
+for name in "${RUNS[@]}"; do
+  echo "== $name"
+  cat "$B/qemu-$name.log"
+  [[ $(cat "$B/qemu-$name.rc" 2>/dev/null) == 0 ]] || failed+=("$name")
+done
+grep -q "best SIMD level: neon$" "$B/qemu-cortex-a53.log" || failed+=("cortex-a53 level")
 if ((${#failed[@]})); then
   echo "aarch64: FAILED: ${failed[*]}" >&2
   exit 1
