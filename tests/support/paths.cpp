@@ -118,6 +118,21 @@ int run_command(const std::string& command, std::string* output) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+namespace {
+// A scratch file's whole contents; the file is removed.
+std::string take_file(const std::string& path) {
+  std::string text;
+  {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream s;
+    s << in.rdbuf();
+    text = s.str();
+  }
+  std::filesystem::remove(path);
+  return text;
+}
+}  // namespace
+
 CommandOutput run_command_split(const std::string& command) {
   static int counter = 0;
   const std::string err_path = binary_dir() + "/test-scratch/stderr." + std::to_string(getpid()) +
@@ -126,11 +141,7 @@ CommandOutput run_command_split(const std::string& command) {
   CommandOutput r;
   // The inner redirection wins over the 2>&1 that run_command appends to the outer group.
   r.status = run_command("( (" + command + ") 2>'" + err_path + "' )", &r.out);
-  std::ifstream in(err_path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  r.err = s.str();
-  std::filesystem::remove(err_path);
+  r.err = take_file(err_path);
   return r;
 }
 
@@ -140,18 +151,11 @@ CommandOutput run_reference(const std::string& command,
   const std::string base = binary_dir() + "/test-scratch/reference." + std::to_string(getpid()) +
                            "." + std::to_string(counter++);
   std::filesystem::create_directories(binary_dir() + "/test-scratch");
-  auto slurp = [](const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream s;
-    s << in.rdbuf();
-    std::filesystem::remove(path);
-    return s.str();
-  };
   CommandOutput r;
   for (int run = 0; run < 5; ++run) {
     r.status = run_command("( (" + command + ") >'" + base + ".out' 2>'" + base + ".err' )");
-    r.out = slurp(base + ".out");
-    r.err = slurp(base + ".err");
+    r.out = take_file(base + ".out");
+    r.err = take_file(base + ".err");
     if (r.status != 0 || complete(r)) break;
   }
   return r;
