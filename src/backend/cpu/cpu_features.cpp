@@ -29,6 +29,9 @@ const CpuFeatures& cpu_features() {
     f.avx512dq = __builtin_cpu_supports("avx512dq");
     f.avx512vnni = __builtin_cpu_supports("avx512vnni");
     unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    // CPUID.0: the vendor string in EBX, EDX, ECX ("Auth" "enti" "cAMD")
+    if (__get_cpuid(0, &eax, &ebx, &ecx, &edx))
+      f.amd = ebx == 0x68747541 && edx == 0x69746e65 && ecx == 0x444d4163;
     if (__get_cpuid(1, &eax, &ebx, &ecx, &edx)) f.f16c = (ecx & (1u << 29)) != 0;  // CPUID.1:ECX.29
     if (__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx)) f.avx512bf16 = (eax & (1u << 5)) != 0;
 #elif defined(__aarch64__) && defined(__linux__)

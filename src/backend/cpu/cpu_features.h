@@ -9,6 +9,9 @@ struct CpuFeatures {
   bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false;
   bool avx512vnni = false, avx512bf16 = false;
   bool neon = false, dotprod = false;  // aarch64: Advanced SIMD, SDOT/UDOT (HWCAP_ASIMDDP)
+  // x86 vendor "AuthenticAMD": kernels whose speed (never their results) differs between AMD's
+  // and Intel's prefetchers pick their memory walk by it (gemv_avx512.cpp, Q4_K decode).
+  bool amd = false;
 };
 
 // All false on other architectures.
