@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backend/cpu/delta_rule.h"
+#include "backend/cpu/matmul.h"
 
 namespace {
 
@@ -77,6 +78,35 @@ std::vector<double> reference(const HeadData& d, std::vector<double>& state) {
   return out;
 }
 
+// The recurrence as docs/qwen35.md §4.4 writes it, in float, one pass per step (decay the
+// state, Sᵀk, the rank-1 update, Sᵀq): delta_rule_recurrent fuses these into two passes and
+// vectorises them, and must give exactly these bits on every SIMD level.
+std::vector<float> four_pass(const HeadData& d, std::vector<float>& state) {
+  const int64_t dk = d.dk, dv = d.dv;
+  state = d.state0;
+  std::vector<float> out(static_cast<size_t>(d.n * dv)), delta(static_cast<size_t>(dv));
+  for (int64_t t = 0; t < d.n; ++t) {
+    const float* k = d.k.data() + t * dk;
+    const float* q = d.q.data() + t * dk;
+    const float decay = std::exp(d.g[size_t(t)]);
+    for (auto& s : state) s *= decay;
+    for (int64_t j = 0; j < dv; ++j) {
+      float sk = 0.0f;
+      for (int64_t i = 0; i < dk; ++i) sk += state[size_t(i * dv + j)] * k[i];
+      delta[size_t(j)] = d.beta[size_t(t)] * (d.v[size_t(t * dv + j)] - sk);
+    }
+    for (int64_t i = 0; i < dk; ++i) {
+      for (int64_t j = 0; j < dv; ++j) state[size_t(i * dv + j)] += k[i] * delta[size_t(j)];
+    }
+    for (int64_t j = 0; j < dv; ++j) {
+      float o = 0.0f;
+      for (int64_t i = 0; i < dk; ++i) o += state[size_t(i * dv + j)] * q[i];
+      out[size_t(t * dv + j)] = o;
+    }
+  }
+  return out;
+}
+
 // runs one form; chunk 0 means the recurrence
 std::vector<float> run(const HeadData& d, int64_t chunk, std::vector<float>& state) {
   state = d.state0;
@@ -134,6 +164,19 @@ TEST_P(DeltaRule, RecurrenceAndChunkedMatchFloat64AndEachOther) {
   EXPECT_LT(rel_err(chk_state, ref_state), 1e-5);
   EXPECT_LT(rel_err(chk, rec), 1e-5);
   EXPECT_GT(rel_err(chk, ref), 0.0);  // both ran: the F32 forms are not bit-equal to float64
+  // the same bits at every SIMD level this CPU has
+  std::vector<float> plain_state;
+  const std::vector<float> plain = four_pass(d, plain_state);
+  const boltrt::SimdLevel best = boltrt::simd_level();
+  for (const boltrt::SimdLevel level : {boltrt::SimdLevel::Scalar, boltrt::SimdLevel::Avx2,
+                                        boltrt::SimdLevel::Avx512, boltrt::SimdLevel::Neon}) {
+    boltrt::set_simd_level(level);
+    SCOPED_TRACE(boltrt::simd_level_name(boltrt::simd_level()));
+    std::vector<float> level_state;
+    EXPECT_EQ(run(d, 0, level_state), plain);
+    EXPECT_EQ(level_state, plain_state);
+  }
+  boltrt::set_simd_level(best);
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, DeltaRule,
