@@ -66,11 +66,13 @@ async function streamOnce(messages) {
       for (const c of chunk.choices) {
         if (c.delta.role) role = c.delta.role;
         if (c.finish_reason) finish = c.finish_reason;
-        if (c.delta.content) {
+        // A thought streams as reasoning_content (boltrt, when the model opens one): its deltas
+        // are tokens the client sees arrive, so they count for the first token and the gaps.
+        if (c.delta.content || c.delta.reasoning_content) {
           const now = performance.now();
           if (first === null) first = now; else gaps.push(now - last);
           last = now;
-          text += c.delta.content;
+          if (c.delta.content) text += c.delta.content;
         }
       }
     }
