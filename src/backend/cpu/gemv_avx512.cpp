@@ -65,7 +65,7 @@ inline float f16_at(const uint8_t* p) {
 // change a single operation of a row's arithmetic.
 struct RowAcc {
   __m512 v;  // 16 float lanes, summed at the end
-  __m128 m;  // Q4_K, Q6_K, Q4_0, Q5_0: lane 0 is the row's one float accumulator (finish_scalar)
+  __m128 m;  // Q4_K, Q6_K, Q5_0: lane 0 is the row's float accumulator; Q4_0: lanes 0 and 1
 };
 
 // The 16 int32 lanes of v reduced to 4 (exact: integers).
@@ -88,10 +88,15 @@ inline __m128i sum_lane0(__m512i a) {
   return _mm_add_epi32(v, _mm_shuffle_epi32(v, 1));
 }
 
-// Q4_K, Q6_K, Q4_0 and Q5_0 rows keep one float (lane 0 of RowAcc::m): the lane kernel's
-// accumulator.
+// Q4_K and Q6_K rows keep one float (lane 0 of RowAcc::m): the lane kernel's accumulator.
 inline float finish_scalar(const RowAcc& a) {
   return _mm_cvtss_f32(a.m);
+}
+
+// Q4_0 rows keep two (lanes 0 and 1: the even and the odd blocks' chains), added as the lane
+// kernel adds them.
+inline float finish_two_chains(const RowAcc& a) {
+  return _mm_cvtss_f32(_mm_add_ss(a.m, _mm_movehdup_ps(a.m)));
 }
 
 // [[maybe_unused]]: clang counts a function named only as a default argument as unneeded.
@@ -389,6 +394,7 @@ inline __m512i load4x128(const uint8_t* p, size_t stride) {
 struct Q4_0Step {
   static constexpr size_t kBytes = 18;
   static constexpr int kOffset = 8;
+  static constexpr bool kTwoChains = true;  // see lanes32_compute
   static void decode(const uint8_t* p, __m512i& a, __m512i& b, __m512& d) {
     const __m512i low4 = _mm512_set1_epi8(0x0f);
     const __m512i q = load4x128(p + 2, kBytes);
@@ -408,6 +414,7 @@ struct Q4_0Step {
 struct Q5_0Step {
   static constexpr size_t kBytes = 22;
   static constexpr int kOffset = 16;
+  static constexpr bool kTwoChains = false;
   static void decode(const uint8_t* p, __m512i& a, __m512i& b, __m512& d) {
     const __m512i low4 = _mm512_set1_epi8(0x0f);
     const __m512i sixteen = _mm512_set1_epi8(0x10);
@@ -451,18 +458,29 @@ inline void legacy_step(const uint8_t* p, const LegacyCodes* const* y, int64_t n
     s = _mm512_dpbusd_epi32(s, wb, load512(ya.hi));
     const __m512 dy = _mm512_permutexvar_ps(rep4, _mm512_castsi512_ps(meta));
     // The lane kernel's float steps (matmul_avx512.cpp lanes32_compute) on the 4 blocks' exact
-    // int32 dots, in block order: acc = fma(S_k, d_k * dy_k, acc).
+    // int32 dots, acc = fma(S_k, d_k * dy_k, acc) in block order: Q4_0 in two chains (even
+    // blocks in lane 0, odd blocks in lane 1; lanes 2 and 3 stay 0, their scale is 0), Q5_0 in
+    // one (lane 0).
     s = _mm512_add_epi32(s, _mm512_shuffle_epi32(s, _MM_PERM_BADC));
     s = _mm512_add_epi32(s, _mm512_shuffle_epi32(s, _MM_PERM_CDAB));  // lane 4k: block k's dot
     const __m512i first4 = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 12, 8, 4, 0);
-    __m128 sv = _mm512_castps512_ps128(_mm512_cvtepi32_ps(_mm512_permutexvar_epi32(first4, s)));
-    __m128 scale = _mm512_castps512_ps128(_mm512_permutexvar_ps(first4, _mm512_mul_ps(wd, dy)));
-    __m128 a = acc[b];
-    a = _mm_fmadd_ss(sv, scale, a);
-    a = _mm_fmadd_ss(_mm_movehdup_ps(sv), _mm_movehdup_ps(scale), a);
-    a = _mm_fmadd_ss(_mm_movehl_ps(sv, sv), _mm_movehl_ps(scale, scale), a);
-    a = _mm_fmadd_ss(_mm_shuffle_ps(sv, sv, 3), _mm_shuffle_ps(scale, scale, 3), a);
-    acc[b] = a;
+    const __m128 sv =
+        _mm512_castps512_ps128(_mm512_cvtepi32_ps(_mm512_permutexvar_epi32(first4, s)));
+    const __m128 scale =
+        _mm512_castps512_ps128(_mm512_permutexvar_ps(first4, _mm512_mul_ps(wd, dy)));
+    if constexpr (Step::kTwoChains) {
+      const __m128 scale01 = _mm_castsi128_ps(_mm_move_epi64(_mm_castps_si128(scale)));
+      const __m128 scale23 = _mm_movehl_ps(_mm_setzero_ps(), scale);
+      acc[b] = _mm_fmadd_ps(sv, scale01, acc[b]);                     // blocks 0, 1
+      acc[b] = _mm_fmadd_ps(_mm_movehl_ps(sv, sv), scale23, acc[b]);  // blocks 2, 3
+    } else {  // one chain in lane 0, blocks in order
+      __m128 a = acc[b];
+      a = _mm_fmadd_ss(sv, scale, a);
+      a = _mm_fmadd_ss(_mm_movehdup_ps(sv), _mm_movehdup_ps(scale), a);
+      a = _mm_fmadd_ss(_mm_movehl_ps(sv, sv), _mm_movehl_ps(scale, scale), a);
+      a = _mm_fmadd_ss(_mm_shuffle_ps(sv, sv, 3), _mm_shuffle_ps(scale, scale, 3), a);
+      acc[b] = a;
+    }
   }
 }
 
@@ -721,7 +739,7 @@ void gemv_legacy(const GemmTile& t) {
       t, act.data(), units, ngroups, sizeof(LegacyCodes) + sizeof(LegacyMeta),
       [&](auto kNb, const uint8_t* row, const LegacyCodes* const* y, int64_t g0, int64_t g1,
           RowAcc* st) { legacy_rows<Step, decltype(kNb)::value>(row, y, nblk, g0, g1, st); },
-      &finish_scalar);
+      Step::kTwoChains ? &finish_two_chains : &finish_scalar);
 }
 
 }  // namespace

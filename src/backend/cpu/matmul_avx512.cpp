@@ -19,6 +19,7 @@
 #define BOLTRT_X86_VNNI 1
 #include <cstddef>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 // GCC 12's AVX-512 headers build some results from _mm512_undefined_* and then warn about their
@@ -380,19 +381,31 @@ struct LegacyPanel {
   __m512 d, m;
 };
 
+// Q4_0 rows sum their even and their odd blocks in two fma chains, added at the end (even +
+// odd): at batch 1 its row kernel (gemv_avx512.cpp, legacy_step) waited on one chain of four
+// dependent fmas per four blocks (72 B). Two chains, one thread, bench_matmul --batch1: 1,090 ->
+// 960 us at 2560->10240 and 10240->2560; two threads up to 1.4x at 10240->2560. The lane kernel
+// keeps the same two chains so that every batch size gives the same bits. Q5_0 (its step is
+// bound by the decode of the fifth bits: two chains were 0.9-1.07x) and the other 32-element
+// types keep one chain.
+template <typename Lane>
+constexpr bool kTwoChains = std::is_same_v<Lane, LaneQ4_0>;
+
 template <typename Lane, bool kQ8_1, int kNb>
 void lanes32_compute(const GemmTile& t, const LegacyPanel* panel, int64_t r0, int64_t b0,
                      __mmask16 mask, const ActBlockTerms& terms, const RowGroup* pf) {
   using Act = ActView<kQ8_1>;
   const int64_t nblk = t.cols / 32;
   const uint8_t* act[kNb];
-  __m512 acc[kNb];
+  __m512 acc[kNb], odd[kNb];
   BOLTRT_UNROLL
   for (int b = 0; b < kNb; ++b) {
     act[b] = t.a + (b0 + b) * t.a_stride;
     acc[b] = _mm512_setzero_ps();
+    odd[b] = _mm512_setzero_ps();
   }
-  for (int64_t i = 0; i < nblk; ++i) {
+  // block i of every activation row into the chains `into`
+  auto block = [&](int64_t i, __m512* into) {
     if (i % 8 == 0) prefetch_block<8 * Lane::kBytes>(pf, static_cast<size_t>(i) * Lane::kBytes);
     const LegacyPanel& p = panel[i];
     BOLTRT_UNROLL
@@ -401,10 +414,23 @@ void lanes32_compute(const GemmTile& t, const LegacyPanel* panel, int64_t r0, in
       const auto k = static_cast<size_t>((b0 + b) * nblk + i);
       __m512i s = Lane::kOffset != 0 ? _mm512_set1_epi32(terms.start[k]) : _mm512_setzero_si512();
       for (int q = 0; q < 8; ++q) s = dpbusd_bcast(s, p.w[q], blk + Act::kQs + 4 * q);
-      acc[b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s),
-                               _mm512_mul_ps(p.d, _mm512_set1_ps(terms.dy[k])), acc[b]);
-      if constexpr (Lane::kMin) acc[b] = _mm512_fmadd_ps(p.m, _mm512_set1_ps(terms.sy[k]), acc[b]);
+      into[b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s),
+                                _mm512_mul_ps(p.d, _mm512_set1_ps(terms.dy[k])), into[b]);
+      if constexpr (Lane::kMin)
+        into[b] = _mm512_fmadd_ps(p.m, _mm512_set1_ps(terms.sy[k]), into[b]);
     }
+  };
+  if constexpr (kTwoChains<Lane>) {
+    int64_t i = 0;
+    for (; i + 1 < nblk; i += 2) {
+      block(i, acc);
+      block(i + 1, odd);
+    }
+    if (i < nblk) block(i, acc);
+    BOLTRT_UNROLL
+    for (int b = 0; b < kNb; ++b) acc[b] = _mm512_add_ps(acc[b], odd[b]);
+  } else {
+    for (int64_t i = 0; i < nblk; ++i) block(i, acc);
   }
   BOLTRT_UNROLL
   for (int b = 0; b < kNb; ++b) store_rows(t, b0 + b, r0, mask, acc[b]);
