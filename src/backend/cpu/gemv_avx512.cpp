@@ -344,9 +344,12 @@ void q6k_rows(const uint8_t* row, const ActQ8_K* const* y, int64_t i0, int64_t i
 // exact in int32, spread over the 4 dword lanes of the block's 128-bit lane. Each activation row
 // is rearranged once per call: 128 code bytes per step (LegacyCodes), then per step the 4 offset
 // terms and the 4 block scales (LegacyMeta), 160 bytes per 128 columns, so that a 10240-column
-// row (12.8 KB) stays in L1 while the weights stream past. A step is then 2 vpdpbusd, two
-// permutes (offset terms to lane 4k, dy to lanes 4k..4k+3), a conversion and two float ops per
-// activation row: acc += float(sum) * (dw * dy) per lane.
+// row (12.8 KB) stays in L1 while the weights stream past. A step is then 2 vpdpbusd, the
+// block-sum reduction (three shuffles), the offset terms added to the 4 sums (exact), a
+// conversion, the 4 scales d_k * dy_k as one 128-bit product and the fmas. (Two more permutes
+// per step, the offsets moved to dword lanes 4k and dy spread over 16 lanes, cost 1.1x at
+// batch 1: the step is shuffle-bound; offsets stored in their lanes made the rows longer than
+// the 16 KB activation slice at 10240 columns, 1.1-1.2x slower there.)
 // Rows whose block count is not a multiple of 4 end with a step on a zero-padded copy.
 
 struct alignas(64) LegacyCodes {
@@ -395,15 +398,14 @@ struct Q4_0Step {
   static constexpr size_t kBytes = 18;
   static constexpr int kOffset = 8;
   static constexpr bool kTwoChains = true;  // see lanes32_compute
-  static void decode(const uint8_t* p, __m512i& a, __m512i& b, __m512& d) {
+  static void decode(const uint8_t* p, __m512i& a, __m512i& b, __m128& d) {
     const __m512i low4 = _mm512_set1_epi8(0x0f);
     const __m512i q = load4x128(p + 2, kBytes);
     a = _mm512_and_si512(q, low4);
     b = _mm512_and_si512(_mm512_srli_epi16(q, 4), low4);
-    // d of block k is word 9k of the first 64 bytes; repeated over words 4k..4k+3
-    const __m512i idx =
-        _mm512_set_epi64(0, 0, 0, 0, 0x001b001b001b001b, 0x0012001200120012, 0x0009000900090009, 0);
-    d = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutexvar_epi16(idx, load512(p))));
+    // d of block k is word 9k of the first 64 bytes, into word k
+    const __m512i idx = _mm512_set_epi64(0, 0, 0, 0, 0, 0, 0, 0x001b001200090000);
+    d = _mm_cvtph_ps(_mm512_castsi512_si128(_mm512_permutexvar_epi16(idx, load512(p))));
   }
 };
 
@@ -415,7 +417,7 @@ struct Q5_0Step {
   static constexpr size_t kBytes = 22;
   static constexpr int kOffset = 16;
   static constexpr bool kTwoChains = false;
-  static void decode(const uint8_t* p, __m512i& a, __m512i& b, __m512& d) {
+  static void decode(const uint8_t* p, __m512i& a, __m512i& b, __m128& d) {
     const __m512i low4 = _mm512_set1_epi8(0x0f);
     const __m512i sixteen = _mm512_set1_epi8(0x10);
     const __m512i q = load4x128(p + 6, kBytes);
@@ -432,11 +434,9 @@ struct Q5_0Step {
     b = _mm512_and_si512(_mm512_srli_epi16(q, 4), low4);
     a = _mm512_mask_add_epi8(a, mask_a, a, sixteen);
     b = _mm512_mask_add_epi8(b, mask_b, b, sixteen);
-    const __m128 d4 = _mm_cvtph_ps(
-        _mm_setr_epi16(static_cast<short>(dk[0]), static_cast<short>(dk[1]),
-                       static_cast<short>(dk[2]), static_cast<short>(dk[3]), 0, 0, 0, 0));
-    const __m512i rep4 = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
-    d = _mm512_permutexvar_ps(rep4, _mm512_castps128_ps512(d4));
+    d = _mm_cvtph_ps(_mm_setr_epi16(static_cast<short>(dk[0]), static_cast<short>(dk[1]),
+                                    static_cast<short>(dk[2]), static_cast<short>(dk[3]), 0, 0, 0,
+                                    0));
   }
 };
 
@@ -444,19 +444,14 @@ template <typename Step, int kNb>
 inline void legacy_step(const uint8_t* p, const LegacyCodes* const* y, int64_t ngroups, int64_t g,
                         __m128* acc) {
   __m512i wa, wb;
-  __m512 wd;
+  __m128 wd;  // d_k in lane k
   Step::decode(p, wa, wb, wd);
-  const __m512i to_lane4k = _mm512_set_epi32(0, 0, 0, 3, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 0);
-  const __m512i rep4 = _mm512_set_epi32(7, 7, 7, 7, 6, 6, 6, 6, 5, 5, 5, 5, 4, 4, 4, 4);
   BOLTRT_UNROLL
   for (int b = 0; b < kNb; ++b) {
     const LegacyCodes& ya = y[b][g];
-    const __m512i meta = _mm512_castsi256_si512(
-        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[b] + ngroups) + g));
-    const __m512i start = _mm512_maskz_permutexvar_epi32(0x1111, to_lane4k, meta);
-    __m512i s = _mm512_dpbusd_epi32(start, wa, load512(ya.lo));
+    const LegacyMeta& meta = reinterpret_cast<const LegacyMeta*>(y[b] + ngroups)[g];
+    __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wa, load512(ya.lo));
     s = _mm512_dpbusd_epi32(s, wb, load512(ya.hi));
-    const __m512 dy = _mm512_permutexvar_ps(rep4, _mm512_castsi512_ps(meta));
     // The lane kernel's float steps (matmul_avx512.cpp lanes32_compute) on the 4 blocks' exact
     // int32 dots, acc = fma(S_k, d_k * dy_k, acc) in block order: Q4_0 in two chains (even
     // blocks in lane 0, odd blocks in lane 1; lanes 2 and 3 stay 0, their scale is 0), Q5_0 in
@@ -464,10 +459,11 @@ inline void legacy_step(const uint8_t* p, const LegacyCodes* const* y, int64_t n
     s = _mm512_add_epi32(s, _mm512_shuffle_epi32(s, _MM_PERM_BADC));
     s = _mm512_add_epi32(s, _mm512_shuffle_epi32(s, _MM_PERM_CDAB));  // lane 4k: block k's dot
     const __m512i first4 = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 12, 8, 4, 0);
-    const __m128 sv =
-        _mm512_castps512_ps128(_mm512_cvtepi32_ps(_mm512_permutexvar_epi32(first4, s)));
-    const __m128 scale =
-        _mm512_castps512_ps128(_mm512_permutexvar_ps(first4, _mm512_mul_ps(wd, dy)));
+    // plus the offset terms (exact: integers), as floats
+    const __m128 sv = _mm_cvtepi32_ps(
+        _mm_add_epi32(_mm512_castsi512_si128(_mm512_permutexvar_epi32(first4, s)),
+                      _mm_loadu_si128(reinterpret_cast<const __m128i*>(meta.start))));
+    const __m128 scale = _mm_mul_ps(wd, _mm_loadu_ps(meta.dy));  // d_k * dy_k in lane k
     if constexpr (Step::kTwoChains) {
       const __m128 scale01 = _mm_castsi128_ps(_mm_move_epi64(_mm_castps_si128(scale)));
       const __m128 scale23 = _mm_movehl_ps(_mm_setzero_ps(), scale);
