@@ -12,8 +12,8 @@
 // Integer sums per block are exact, as in the scalar reference (matmul_scalar.cpp). Q4_0, Q5_0,
 // Q4_K and Q6_K then take the float steps of the 16-row lane kernels (matmul_avx512.cpp): one
 // float per row and activation row (two for Q4_0: its even and its odd blocks), acc =
-// fma(S_i, d_i * dy_i, acc) over the blocks in order, so
-// small and large batches give the same bits (batch invariance). Q8_0's kernel here (16 float
+// fma(S_i, d_i * dy_i, acc) over the blocks in order, so small and large batches give the same
+// bits (batch invariance). Q8_0's kernel here (16 float
 // lanes, then a horizontal sum) is no longer used by the matmul. Every activation row goes
 // through the same operations in the same order whatever the batch, the activation rows next to
 // it, the column slicing, the row range or the thread count: batch-b results equal b batch-1
