@@ -3,9 +3,9 @@
 //
 //   bench_matmul [threads=physical cores] [--quick] [--types q4_0,q4_K,...] [--simd
 //   scalar|avx2|avx512] [--batch1] [--batches 1,2,4,8,16] [--cpu-time]
-//   [--shape 10240->2560]   (--batch1: decode's batch 1 only; --batches: the batch sizes to time,
-//   default 1,8,128;
-//   --cpu-time: time by the thread's CPU time, 1 thread only)
+//   [--shape 10240->2560] [--no-pack]   (--batch1: decode's batch 1 only; --batches: the batch
+//   sizes to time, default 1,8,128; --cpu-time: time by the thread's CPU time, 1 thread only;
+//   --no-pack: the raw rows, without the copies LanePacks makes at load)
 //
 // Batch 1 is reported as GB/s of weight bytes read (decode is bandwidth bound) and as a
 // percentage of a plain streaming read of the same weight buffers, timed the same way (best of
@@ -134,6 +134,7 @@ int main(int argc, char** argv) {
   int threads = physical_core_count();
   bool quick = false;
   bool batch1_only = false;
+  bool no_pack = false;  // --no-pack: the raw rows only, as before LanePacks packed Q4_0
   std::vector<int64_t> batches = {1, 8, 128};
   std::string only_shape;  // --shape 10240->2560: time this shape only
   std::vector<GgmlType> types = {GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q8_0};
@@ -154,6 +155,8 @@ int main(int argc, char** argv) {
       }
     } else if (arg == "--shape" && i + 1 < argc) {
       only_shape = argv[++i];
+    } else if (arg == "--no-pack") {
+      no_pack = true;
     } else if (arg == "--cpu-time") {
       g_cpu_time = true;
     } else if (arg == "--simd" && i + 1 < argc) {
@@ -237,6 +240,14 @@ int main(int argc, char** argv) {
       std::vector<std::vector<uint8_t>> weights;
       for (size_t c = 0; c < copies; ++c)
         weights.push_back(test::random_weights(type, s.rows, s.cols, static_cast<uint32_t>(c + 1)));
+      // each copy as the model binds it: with LanePacks' copy where it makes one (Q4_0, small
+      // Q8_0 at AVX-512), which the matmul then reads instead of the raw rows
+      LanePacks packs;
+      std::vector<WeightView> views;
+      for (const auto& wbytes : weights) {
+        views.push_back(WeightView{type, wbytes.data(), s.rows, s.cols, rb});
+        if (!no_pack) packs.pack(views.back());
+      }
       // The same weight copies read by the same threads with a plain streaming loop, timed the
       // same way (best of as many calls as batch 1 makes): the bandwidth this shape could get.
       double shape_bandwidth = 0.0;
@@ -267,8 +278,7 @@ int main(int argc, char** argv) {
         const int iters = static_cast<int>(std::clamp(2e9 / macs, 3.0, quick ? 50.0 : 400.0));
         std::vector<double> times;
         for (int it = 0; it < iters + 1; ++it) {
-          const auto& wbytes = weights[static_cast<size_t>(it) % copies];
-          const WeightView w{type, wbytes.data(), s.rows, s.cols, rb};
+          const WeightView& w = views[static_cast<size_t>(it) % copies];
           const double t0 = now_seconds();
           matmul(w, x.data(), batch, y.data(), &pool);
           if (it > 0) times.push_back(now_seconds() - t0);

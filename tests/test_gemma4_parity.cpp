@@ -166,7 +166,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"tiny_q8_0", "tiny", "q8_0", false, false},
                       Case{"tiny_q4_k_m", "tiny", "q4_k_m", false, false},
                       Case{"tiny-e2b-like_q4_k_m", "tiny-e2b-like", "q4_k_m", false, false},
-                      Case{"tiny-moe_q8_0", "tiny-moe", "q8_0", false, false}),
+                      Case{"tiny-moe_q8_0", "tiny-moe", "q8_0", false, false},
+                      // every Q4_0 matrix and expert stack read from LanePacks' copy at AVX-512
+                      Case{"tiny-moe_q4_0", "tiny-moe", "q4_0", false, false}),
     [](const ::testing::TestParamInfo<Case>& info) {
       std::string s = info.param.name;
       for (char& ch : s) {

@@ -82,54 +82,87 @@ TEST_P(MatmulBatch, EveryRowEqualsBatchOneBitForBit) {
   set_simd_level(saved);
 }
 
-// LanePacks' pre-transposed copy of a cached Q8_0 matrix gives the unpacked kernels' bits at
-// every batch size, row range and thread count; matrices it must not pack (over 1 MB, other
-// types) are left alone.
-TEST(MatmulBatchQ8_0, LanePacksEqualTheUnpackedKernelsBitForBit) {
+// LanePacks' pre-transposed copies (Q8_0 matrices that stay in the caches, every Q4_0 matrix)
+// give the unpacked kernels' bits at every batch size, row range and thread count; matrices it
+// must not pack (Q8_0 over 1 MB, other types) are left alone.
+TEST(MatmulBatchLanePacks, PackedEqualTheUnpackedKernelsBitForBit) {
   const SimdLevel saved = simd_level();
   if (!switch_to_avx512(saved)) GTEST_SKIP() << "no AVX-512 VNNI on this CPU";
-  const GgmlType t = GgmlType::Q8_0;
   ThreadPool pool(3);
   uint32_t seed = 77;
   LanePacks packs;
-  for (const auto& [cols, rows] :
-       {std::pair<int64_t, int64_t>{32, 1}, {256, 31}, {256, 1920}, {512, 256}, {1024, 100}}) {
-    const auto data = random_weights(t, rows, cols, seed++);
-    const size_t stride = static_cast<size_t>(cols / 32) * matmul_block_bytes(t);
-    const WeightView plain{t, data.data(), rows, cols, stride};
-    WeightView packed = plain;
-    packs.pack(packed);
-    ASSERT_NE(packed.lanes, nullptr) << "cols " << cols << " rows " << rows;
-    const int64_t batch = 19;
-    const auto x = random_activations(batch * cols, seed++);
-    for (int64_t nb : {1, 2, 3, 4, 7, 8, 9, 19}) {
-      for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
-        std::vector<float> want(static_cast<size_t>(rows * nb)), got(want.size());
-        matmul(plain, x.data(), nb, want.data(), p);
-        matmul(packed, x.data(), nb, got.data(), p);
+  for (const GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_0}) {
+    // odd block counts (32, 736 columns) end Q4_0's packed groups with a half-used pair
+    for (const auto& [cols, rows] : {std::pair<int64_t, int64_t>{32, 1},
+                                     {256, 31},
+                                     {256, 1920},
+                                     {512, 256},
+                                     {736, 40},
+                                     {1024, 100}}) {
+      const auto data = random_weights(t, rows, cols, seed++);
+      const size_t stride = static_cast<size_t>(cols / 32) * matmul_block_bytes(t);
+      const WeightView plain{t, data.data(), rows, cols, stride};
+      WeightView packed = plain;
+      packs.pack(packed);
+      ASSERT_NE(packed.lanes, nullptr) << type_name(t) << " cols " << cols << " rows " << rows;
+      const int64_t batch = 19;
+      const auto x = random_activations(batch * cols, seed++);
+      for (int64_t nb : {1, 2, 3, 4, 7, 8, 9, 19}) {
+        for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+          std::vector<float> want(static_cast<size_t>(rows * nb)), got(want.size());
+          matmul(plain, x.data(), nb, want.data(), p);
+          matmul(packed, x.data(), nb, got.data(), p);
+          ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)))
+              << type_name(t) << " cols " << cols << " rows " << rows << " batch " << nb;
+        }
+      }
+      // row ranges: whole groups use the copy, others the raw rows; the same bits either way
+      for (const auto& [r0, r1] :
+           {std::pair<int64_t, int64_t>{0, rows}, {16, rows}, {3, rows}, {16, 32}}) {
+        if (r0 >= r1 || r1 > rows) continue;
+        std::vector<float> want(static_cast<size_t>((r1 - r0) * 3)), got(want.size());
+        matmul_rows(plain, r0, r1, x.data(), 3, want.data(), nullptr);
+        matmul_rows(packed, r0, r1, x.data(), 3, got.data(), nullptr);
         ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)))
-            << "cols " << cols << " rows " << rows << " batch " << nb;
+            << type_name(t) << " rows " << r0 << ".." << r1;
       }
     }
-    // row ranges: whole groups use the copy, others the raw rows; the same bits either way
-    for (const auto& [r0, r1] : {std::pair<int64_t, int64_t>{0, rows}, {16, rows}, {3, rows}}) {
-      if (r0 >= r1) continue;
-      std::vector<float> want(static_cast<size_t>((r1 - r0) * 3)), got(want.size());
-      matmul_rows(plain, r0, r1, x.data(), 3, want.data(), nullptr);
-      matmul_rows(packed, r0, r1, x.data(), 3, got.data(), nullptr);
-      ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)))
-          << "rows " << r0 << ".." << r1;
+  }
+  // an expert stack packed whole: each expert's rows (weight_rows) read the copy where they
+  // start a 16-row group (24-row experts: 0 and 2 do, 1 does not) and give the raw rows' bits
+  for (const int64_t rows : {24, 32}) {
+    const GgmlType t = GgmlType::Q4_0;
+    const int64_t cols = 256, n_expert = 3;
+    const size_t stride = static_cast<size_t>(cols / 32) * matmul_block_bytes(t);
+    const auto data = random_weights(t, rows * n_expert, cols, seed++);
+    WeightView stack{t, data.data(), rows * n_expert, cols, stride};
+    packs.pack(stack);
+    ASSERT_NE(stack.lanes, nullptr);
+    const auto x = random_activations(5 * cols, seed++);
+    for (int64_t e = 0; e < n_expert; ++e) {
+      const WeightView expert = weight_rows(stack, e * rows, rows);
+      EXPECT_EQ(expert.lanes != nullptr, e * rows % 16 == 0) << "rows " << rows << " expert " << e;
+      const WeightView plain{t, data.data() + static_cast<size_t>(e * rows) * stride, rows, cols,
+                             stride};
+      for (int64_t nb : {1, 5}) {
+        std::vector<float> want(static_cast<size_t>(rows * nb)), got(want.size());
+        matmul(plain, x.data(), nb, want.data(), &pool);
+        matmul(expert, x.data(), nb, got.data(), &pool);
+        ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)))
+            << "rows " << rows << " expert " << e << " batch " << nb;
+      }
     }
   }
-  // not packed: over 1 MB, or not Q8_0
-  const auto big = random_weights(t, 1400, 736, seed++);
-  WeightView w{t, big.data(), 1400, 736, static_cast<size_t>(736 / 32) * matmul_block_bytes(t)};
+  // not packed: Q8_0 over 1 MB, or another type
+  const GgmlType q8 = GgmlType::Q8_0;
+  const auto big = random_weights(q8, 1400, 736, seed++);
+  WeightView w{q8, big.data(), 1400, 736, static_cast<size_t>(736 / 32) * matmul_block_bytes(q8)};
   packs.pack(w);
   EXPECT_EQ(w.lanes, nullptr);
-  const auto q4 = random_weights(GgmlType::Q4_0, 64, 256, seed++);
-  WeightView w4{GgmlType::Q4_0, q4.data(), 64, 256, 8 * matmul_block_bytes(GgmlType::Q4_0)};
-  packs.pack(w4);
-  EXPECT_EQ(w4.lanes, nullptr);
+  const auto q5 = random_weights(GgmlType::Q5_0, 64, 256, seed++);
+  WeightView w5{GgmlType::Q5_0, q5.data(), 64, 256, 8 * matmul_block_bytes(GgmlType::Q5_0)};
+  packs.pack(w5);
+  EXPECT_EQ(w5.lanes, nullptr);
   set_simd_level(saved);
 }
 

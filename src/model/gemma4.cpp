@@ -143,6 +143,9 @@ ExpertMatrices experts(const TensorBinder& bind, const std::string& base, int64_
   if (const gguf::TensorInfo* t = bind.get(base + ".weight", {cols, rows, n_expert}, required)) {
     e.first = bind.view(*t);
     e.expert_stride = e.first.row_stride * static_cast<size_t>(rows);
+    e.stack = e.first;
+    e.stack.rows = rows * n_expert;
+    bind.pack(e.stack);
     if (const gguf::TensorInfo* s = bind.get(base + ".scale", {n_expert}, false)) {
       const float* f = bind.to_f32(*s);
       e.scale.assign(f, f + n_expert);

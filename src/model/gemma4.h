@@ -59,13 +59,11 @@ struct ExpertMatrices {
   WeightView first;          // expert 0
   size_t expert_stride = 0;  // bytes between experts
   std::vector<float> scale;  // per-expert output scale (empty: none)
+  // All experts as one matrix of n_expert * rows rows, with LanePacks' copy of the whole stack
+  // where it makes one (an expert whose first row starts a 16-row group reads its part).
+  WeightView stack;
   bool present() const { return first.data != nullptr; }
-  WeightView expert(int64_t e) const {
-    WeightView v = first;
-    v.data = static_cast<const uint8_t*>(first.data) + static_cast<size_t>(e) * expert_stride;
-    v.lanes = nullptr;  // (experts are never packed; a packed copy would be expert 0's)
-    return v;
-  }
+  WeightView expert(int64_t e) const { return weight_rows(stack, e * first.rows, first.rows); }
 };
 
 struct Gemma4Layer {
@@ -180,7 +178,7 @@ class Gemma4Model {
   std::unique_ptr<gguf::File> file_;
   Gemma4Config config_;
   std::vector<std::vector<float>> converted_;  // owned f32 copies of non-f32 vectors
-  LanePacks lane_packs_;  // pre-transposed small Q8_0 matrices (WeightView::lanes)
+  LanePacks lane_packs_;  // pre-transposed Q4_0 and small Q8_0 matrices (WeightView::lanes)
   // global tensors
   WeightView token_embd_;            // [D, V]
   Matrix output_;                    // [D, V] (token_embd when absent: tied)

@@ -50,6 +50,8 @@ class TensorBinder {
   const gguf::TensorInfo* get(const std::string& name, std::initializer_list<int64_t> shape,
                               bool required) const;
   WeightView view(const gguf::TensorInfo& t) const;
+  // Gives w the backend's packed copy where it makes one (LanePacks::pack).
+  void pack(WeightView& w) const { packs_.pack(w); }
   // [in, out] matrix "<base>.weight" plus (with_scale2) its optional "<base>.scale" scalar.
   Matrix matrix(const std::string& base, int64_t in, int64_t out, bool required,
                 bool with_scale2 = true) const;

@@ -77,6 +77,12 @@ cpu::GemmFn pick_kernel(SimdLevel level, GgmlType type) {
   return fn ? fn : cpu::scalar_gemm(type);
 }
 
+// Bytes of one 16-row group of w's packed copy (LanePacks: Q4_0, or Q8_0).
+size_t packed_group_bytes(const WeightView& w) {
+  return w.type == GgmlType::Q4_0 ? cpu::q4_0_lane_group_bytes(w.cols)
+                                  : cpu::q8_0_lane_group_bytes(w.cols);
+}
+
 }  // namespace
 
 #if defined(__x86_64__) || defined(_M_X64)
@@ -188,12 +194,17 @@ void matmul_rows(const WeightView& w, int64_t row_begin, int64_t row_end, const 
   // A pre-transposed copy (LanePacks) serves whole 16-row groups: row ranges that start on one.
   const uint8_t* lanes = nullptr;
 #if defined(__x86_64__) || defined(_M_X64)
-  if (w.lanes && level == SimdLevel::Avx512 && w.type == GgmlType::Q8_0 && row_begin % 16 == 0) {
-    lanes = w.lanes;
-    gemm = &cpu::avx512_gemm_q8_0_lanes;
+  if (w.lanes && level == SimdLevel::Avx512 && row_begin % 16 == 0) {
+    if (w.type == GgmlType::Q8_0) {
+      lanes = w.lanes;
+      gemm = &cpu::avx512_gemm_q8_0_lanes;
+    } else if (w.type == GgmlType::Q4_0) {
+      lanes = w.lanes;
+      gemm = &cpu::avx512_gemm_q4_0_lanes;
+    }
   }
 #endif
-  const size_t lane_group_bytes = cpu::q8_0_lane_group_bytes(w.cols);
+  const size_t lane_group_bytes = packed_group_bytes(w);
   const uint8_t* w0 = static_cast<const uint8_t*>(w.data) + row_begin * w.row_stride;
   auto run_rows = [&](int64_t r0, int64_t r1, int) {
     cpu::GemmTile tile;
@@ -248,6 +259,20 @@ void matmul_rows(const WeightView& w, int64_t row_begin, int64_t row_end, const 
   });
 }
 
+WeightView weight_rows(const WeightView& w, int64_t row0, int64_t n) {
+  if (row0 < 0 || n < 0 || row0 + n > w.rows) {
+    fail("weight_rows: rows [{}, {}) outside the weight's {} rows", row0, row0 + n, w.rows);
+  }
+  WeightView v = w;
+  v.data = static_cast<const uint8_t*>(w.data) + static_cast<size_t>(row0) * w.row_stride;
+  v.rows = n;
+  v.lanes = nullptr;
+  if (w.lanes && row0 % 16 == 0) {
+    v.lanes = w.lanes + static_cast<size_t>(row0 / 16) * packed_group_bytes(w);
+  }
+  return v;
+}
+
 // ---------------------------------------------------------------------------------------------
 // LanePacks
 // ---------------------------------------------------------------------------------------------
@@ -260,57 +285,89 @@ void LanePacks::Free::operator()(uint8_t* p) const {
 }
 
 void LanePacks::pack(WeightView& w) {
-  // The same bound below which gemm_q8_0 gives every batch size the lane kernel's arithmetic
-  // (matmul_avx512.cpp), so packed and unpacked calls agree bit for bit.
-  constexpr size_t kMaxBytes = size_t{1} << 20;
+  // Q8_0: matrices up to the bound below which gemm_q8_0 gives every batch size the lane kernel's
+  // arithmetic (matmul_avx512.cpp), so packed and unpacked calls agree bit for bit; their copy
+  // (the kernel's register panel, 640 bytes per 1,088 of weights) pays off where the caches hold
+  // it. Q4_0: every matrix, in a layout as compact as the file's (matmul_internal.h).
+  constexpr size_t kMaxQ8_0Bytes = size_t{1} << 20;
   w.lanes = nullptr;
-  if (simd_level() != SimdLevel::Avx512 || w.type != GgmlType::Q8_0 || !w.data || w.rows <= 0 ||
-      w.cols <= 0 || w.cols % 32 != 0 || static_cast<size_t>(w.rows) * w.row_stride > kMaxBytes) {
+  if (simd_level() != SimdLevel::Avx512 || !w.data || w.rows <= 0 || w.cols <= 0 ||
+      w.cols % 32 != 0) {
     return;
   }
+  const bool q8_0 =
+      w.type == GgmlType::Q8_0 && static_cast<size_t>(w.rows) * w.row_stride <= kMaxQ8_0Bytes;
+  if (!q8_0 && w.type != GgmlType::Q4_0) return;
   const int64_t nblk = w.cols / 32, groups = (w.rows + 15) / 16;
-  const size_t group_bytes = cpu::q8_0_lane_group_bytes(w.cols);
+  const size_t group_bytes =
+      q8_0 ? cpu::q8_0_lane_group_bytes(w.cols) : cpu::q4_0_lane_group_bytes(w.cols);
   const size_t total = static_cast<size_t>(groups) * group_bytes;  // a multiple of 64
-  // Matrices go one after another into arenas of >= 4 MiB on 2 MiB pages where the kernel
-  // offers them (a page fault per 4 KiB page made loading the tiny model 3x slower).
-  if (arena_used_ + total > arena_size_) {
+  uint8_t* packed = allocate(total);
+  const auto* src = static_cast<const uint8_t*>(w.data);
+  // block i of the row at lane r of group g (lanes past the last row repeat it: their results
+  // are never stored)
+  auto block_of = [&](int64_t g, int64_t r, int64_t i) {
+    const int64_t row = std::min(g * 16 + r, w.rows - 1);
+    return src + static_cast<size_t>(row) * w.row_stride +
+           static_cast<size_t>(i) * (q8_0 ? sizeof(BlockQ8_0) : sizeof(BlockQ4_0));
+  };
+  for (int64_t g = 0; g < groups; ++g) {
+    uint8_t* group = packed + static_cast<size_t>(g) * group_bytes;
+    for (int64_t i = 0; i < nblk; ++i) {
+      if (q8_0) {
+        uint8_t* out = group + static_cast<size_t>(i) * cpu::kQ8_0LaneBlockBytes;
+        std::memset(out + 8 * 64 + 16 * 4, 0, 16 * 4);  // the panel's unused mins
+        for (int64_t r = 0; r < 16; ++r) {
+          const uint8_t* blk = block_of(g, r, i);
+          for (int q = 0; q < 8; ++q) {  // codes + 128 (u8 for vpdpbusd), 4 at a time
+            uint32_t word;
+            std::memcpy(&word, blk + 2 + 4 * q, sizeof word);
+            word ^= 0x80808080u;
+            std::memcpy(out + q * 64 + r * 4, &word, sizeof word);
+          }
+          uint16_t d;
+          std::memcpy(&d, blk, sizeof d);
+          const float scale = fp16_to_fp32(d);
+          std::memcpy(out + 8 * 64 + r * 4, &scale, sizeof scale);
+        }
+      } else {
+        uint8_t* pair = group + static_cast<size_t>(i / 2) * cpu::kQ4_0LanePairBytes;
+        uint8_t* codes = pair + (i % 2) * (4 * 64);
+        uint8_t* scales = pair + 8 * 64 + (i % 2) * 32;
+        if (i % 2 == 0 && i + 1 == nblk) {  // the unused half of a last pair
+          std::memset(pair + 4 * 64, 0, 4 * 64);
+          std::memset(scales + 32, 0, 32);
+        }
+        for (int64_t r = 0; r < 16; ++r) {
+          const uint8_t* blk = block_of(g, r, i);
+          for (int q = 0; q < 4; ++q) std::memcpy(codes + q * 64 + r * 4, blk + 2 + 4 * q, 4);
+          std::memcpy(scales + r * 2, blk, 2);
+        }
+      }
+    }
+  }
+  w.lanes = packed;
+}
+
+uint8_t* LanePacks::allocate(size_t bytes) {
+  // Matrices go one after another into arenas of >= 4 MiB (64 MiB once a matrix is over 1 MiB:
+  // a Q4_0 model's) on 2 MiB pages where the kernel offers them (a page fault per 4 KiB page
+  // made loading the tiny model 3x slower; the decode kernels read the copies once per token).
+  if (arena_used_ + bytes > arena_size_) {
     constexpr size_t kHuge = size_t{2} << 20;
-    arena_size_ = std::max<size_t>(size_t{4} << 20, (total + kHuge - 1) / kHuge * kHuge);
+    const size_t least = bytes > (size_t{1} << 20) ? size_t{64} << 20 : size_t{4} << 20;
+    arena_size_ = std::max(least, (bytes + kHuge - 1) / kHuge * kHuge);
     auto* arena = static_cast<uint8_t*>(std::aligned_alloc(kHuge, arena_size_));
-    if (!arena) fail("out of memory packing a {} x {} Q8_0 matrix", w.rows, w.cols);
+    if (!arena) fail("out of memory packing a weight matrix of {} bytes", bytes);
 #if defined(__linux__)
     madvise(arena, arena_size_, MADV_HUGEPAGE);  // advice only: fine if refused
 #endif
     buffers_.emplace_back(arena);
     arena_used_ = 0;
   }
-  uint8_t* packed = buffers_.back().get() + arena_used_;
-  arena_used_ += total;
-  const auto* src = static_cast<const uint8_t*>(w.data);
-  for (int64_t g = 0; g < groups; ++g) {
-    for (int64_t i = 0; i < nblk; ++i) {
-      uint8_t* out = packed + static_cast<size_t>(g) * group_bytes +
-                     static_cast<size_t>(i) * cpu::kQ8_0LaneBlockBytes;
-      std::memset(out + 8 * 64 + 16 * 4, 0, 16 * 4);  // the panel's unused mins
-      for (int64_t r = 0; r < 16; ++r) {
-        // lanes past the last row repeat it (their results are never stored)
-        const int64_t row = std::min(g * 16 + r, w.rows - 1);
-        const uint8_t* blk = src + static_cast<size_t>(row) * w.row_stride +
-                             static_cast<size_t>(i) * sizeof(BlockQ8_0);
-        for (int q = 0; q < 8; ++q) {  // codes + 128 (u8 for vpdpbusd), 4 at a time
-          uint32_t word;
-          std::memcpy(&word, blk + 2 + 4 * q, sizeof word);
-          word ^= 0x80808080u;
-          std::memcpy(out + q * 64 + r * 4, &word, sizeof word);
-        }
-        uint16_t d;
-        std::memcpy(&d, blk, sizeof d);
-        const float scale = fp16_to_fp32(d);
-        std::memcpy(out + 8 * 64 + r * 4, &scale, sizeof scale);
-      }
-    }
-  }
-  w.lanes = packed;
+  uint8_t* p = buffers_.back().get() + arena_used_;
+  arena_used_ += bytes;
+  return p;
 }
 
 }  // namespace boltrt

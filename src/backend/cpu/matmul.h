@@ -15,7 +15,8 @@
 // activation rows; at AVX-512, quantized types use 16-row "lane" kernels (one weight row per
 // 32-bit lane, vpdpbusd: exact int32 block dots, then acc = fma(S_i, d_i * dy_i, acc) per row in
 // block order), and the small-batch kernels (gemv_avx512.cpp for Q4_0, Q5_0, Q4_K, Q6_K;
-// gemm_q8_0_rows for Q8_0) compute that same per-row arithmetic without the transposes; float
+// gemm_q8_0_rows for Q8_0) compute that same per-row arithmetic without the transposes (and
+// matrices with a LanePacks copy, below, run the lane kernel on it at every batch size); float
 // weights use the x86 row kernels at every batch size.
 // Batch invariance, at every level and for every type: each output row's bits are those of a
 // one-token call, whatever the batch size, the other activation rows, the row range
@@ -44,18 +45,27 @@ struct WeightView {
   int64_t rows = 0;
   int64_t cols = 0;
   size_t row_stride = 0;  // bytes between rows (row_size(type, cols) when packed)
-  // The same matrix pre-transposed by LanePacks for the AVX-512 Q8_0 lane kernel, or null. Only
-  // a view of a whole matrix may carry it: a view moved to other rows (an expert of a stack)
-  // must drop it.
+  // The same matrix pre-transposed by LanePacks for the AVX-512 lane kernel (Q8_0, Q4_0), or
+  // null. Only a view of a whole matrix may carry it: a view moved to other rows (an expert of a
+  // stack) must drop it.
   const uint8_t* lanes = nullptr;
 };
 
-// Pre-transposed copies of the Q8_0 matrices that stay in the CPU caches (at most 1 MB: the tiny
-// model's, a DFlash draft's), for the AVX-512 lane kernel: 16 rows per group, per 32-column block
-// the +128 codes as 8 zmm words (word q, lane r = codes 4q..4q+3 of row r) and the 16 scales as
-// f32, padded to the kernel's 640-byte register panel. The kernel then runs the arithmetic it has
-// on the raw rows, bit for bit, without transposing the same bytes again on every call (the
-// transposes were most of a small matrix's time). Owned by the model whose matrices they copy.
+// Rows [row0, row0 + n) of w as a matrix of their own (an expert of a stack). The view keeps w's
+// packed copy (LanePacks) where row0 starts one of its 16-row groups, and drops it otherwise.
+WeightView weight_rows(const WeightView& w, int64_t row0, int64_t n);
+
+// Pre-transposed copies for the AVX-512 lane kernels, 16 rows per group, made once at load:
+// - Q8_0 matrices that stay in the CPU caches (at most 1 MB: the tiny model's, a DFlash draft's):
+//   per 32-column block the +128 codes as 8 zmm words (word q, lane r = codes 4q..4q+3 of row r)
+//   and the 16 scales as f32, padded to the kernel's 640-byte register panel. The kernel then
+//   runs the arithmetic it has on the raw rows, bit for bit, without transposing the same bytes
+//   again on every call (the transposes were most of a small matrix's time).
+// - Every Q4_0 matrix, as compact as the file (matmul_internal.h): decode reads one sequential
+//   stream per 16 rows with no shuffles, the same bits as the raw rows (llama.cpp repacks Q4_0
+//   at load for the same reason). Costs a copy of the Q4_0 weights in memory and a pass over
+//   them at load; the file's pages of those matrices are then not read again.
+// Owned by the model whose matrices they copy.
 class LanePacks {
  public:
   LanePacks();
@@ -63,10 +73,11 @@ class LanePacks {
   LanePacks(const LanePacks&) = delete;
   LanePacks& operator=(const LanePacks&) = delete;
   // Sets w.lanes to a packed copy when the AVX-512 level is in use and w is a Q8_0 matrix of at
-  // most 1 MB; leaves w alone otherwise.
+  // most 1 MB or a Q4_0 matrix; leaves w alone otherwise.
   void pack(WeightView& w);
 
  private:
+  uint8_t* allocate(size_t bytes);  // 64-byte aligned, in an arena
   struct Free {
     void operator()(uint8_t* p) const;
   };

@@ -391,8 +391,16 @@ struct LegacyPanel {
 template <typename Lane>
 constexpr bool kTwoChains = std::is_same_v<Lane, LaneQ4_0>;
 
-template <typename Lane, bool kQ8_1, int kNb>
-void lanes32_compute(const GemmTile& t, const LegacyPanel* panel, int64_t r0, int64_t b0,
+// Where lanes32_compute finds block i's decoded weights: a panel decoded for this call
+// (gemm_lanes32), or LanePacks' pre-transposed copies (avx512_gemm_q8_0_lanes,
+// avx512_gemm_q4_0_lanes).
+struct PanelBlocks {
+  const LegacyPanel* panel;
+  const LegacyPanel& operator()(int64_t i) const { return panel[i]; }
+};
+
+template <typename Lane, bool kQ8_1, int kNb, typename Blocks = PanelBlocks>
+void lanes32_compute(const GemmTile& t, const Blocks& blocks, int64_t r0, int64_t b0,
                      __mmask16 mask, const ActBlockTerms& terms, const RowGroup* pf) {
   using Act = ActView<kQ8_1>;
   const int64_t nblk = t.cols / 32;
@@ -407,7 +415,7 @@ void lanes32_compute(const GemmTile& t, const LegacyPanel* panel, int64_t r0, in
   // block i of every activation row into the chains `into`
   auto block = [&](int64_t i, __m512* into) {
     if (i % 8 == 0) prefetch_block<8 * Lane::kBytes>(pf, static_cast<size_t>(i) * Lane::kBytes);
-    const LegacyPanel& p = panel[i];
+    decltype(auto) p = blocks(i);
     BOLTRT_UNROLL
     for (int b = 0; b < kNb; ++b) {
       const uint8_t* blk = act[b] + i * Act::kBytes;
@@ -452,7 +460,8 @@ void gemm_lanes32(const GemmTile& t) {
         }
       },
       [&](auto nb, int64_t r0, int64_t b0, __mmask16 mask, const RowGroup* pf) {
-        lanes32_compute<Lane, kQ8_1, decltype(nb)::value>(t, panel, r0, b0, mask, terms, pf);
+        lanes32_compute<Lane, kQ8_1, decltype(nb)::value>(t, PanelBlocks{panel}, r0, b0, mask,
+                                                          terms, pf);
       });
 }
 
@@ -1128,7 +1137,48 @@ void avx512_gemm_q8_0_lanes(const GemmTile& t) {
         reinterpret_cast<const LegacyPanel*>(t.lanes + static_cast<size_t>(r0 / 16) * group_bytes);
     for (int64_t b0 = 0; b0 < t.n_act; b0 += 8) {
       dispatch_nb(std::min<int64_t>(8, t.n_act - b0), [&](auto nb) {
-        lanes32_compute<LaneQ8_0, false, decltype(nb)::value>(t, panel, r0, b0, mask, terms,
+        lanes32_compute<LaneQ8_0, false, decltype(nb)::value>(t, PanelBlocks{panel}, r0, b0, mask,
+                                                              terms, nullptr);
+      });
+    }
+  }
+}
+
+// Q4_0 packed by LanePacks (matmul_internal.h): block i's panel is 4 aligned loads, their low and
+// high nibbles (LaneQ4_0::decode's codes without its transposes) and one f16 conversion. The
+// lane kernel's arithmetic on them, so packed and unpacked matrices give the same bits. Decode
+// reads 288 bytes per block of 16 rows in one sequential stream (the hardware prefetchers follow
+// it) with 8 vpdpbusd, where the row kernel (gemv_avx512.cpp) shuffled for each four blocks of
+// one row.
+struct Q4_0PackedBlocks {
+  const uint8_t* group;
+  LegacyPanel operator()(int64_t i) const {
+    const uint8_t* pair = group + static_cast<size_t>(i / 2) * kQ4_0LanePairBytes;
+    const uint8_t* codes = pair + (i % 2) * (4 * 64);
+    LegacyPanel p;
+    for (int q = 0; q < 4; ++q) {
+      const __m512i raw = _mm512_load_si512(codes + 64 * q);
+      p.w[q] = nibble_lo(raw);
+      p.w[q + 4] = nibble_hi(raw);
+    }
+    p.d = _mm512_cvtph_ps(
+        _mm256_load_si256(reinterpret_cast<const __m256i*>(pair + 8 * 64 + (i % 2) * 32)));
+    p.m = _mm512_setzero_ps();
+    return p;
+  }
+};
+
+void avx512_gemm_q4_0_lanes(const GemmTile& t) {
+  thread_local ActBlockTerms terms;
+  act_block_terms<false>(t, LaneQ4_0::kOffset, terms);
+  const size_t group_bytes = q4_0_lane_group_bytes(t.cols);
+  for (int64_t r0 = 0; r0 < t.n_rows; r0 += 16) {
+    const int64_t n = std::min<int64_t>(16, t.n_rows - r0);
+    const auto mask = static_cast<__mmask16>((1u << n) - 1);
+    const Q4_0PackedBlocks blocks{t.lanes + static_cast<size_t>(r0 / 16) * group_bytes};
+    for (int64_t b0 = 0; b0 < t.n_act; b0 += 8) {
+      dispatch_nb(std::min<int64_t>(8, t.n_act - b0), [&](auto nb) {
+        lanes32_compute<LaneQ4_0, false, decltype(nb)::value>(t, blocks, r0, b0, mask, terms,
                                                               nullptr);
       });
     }

@@ -48,7 +48,7 @@ struct GemmTile {
   // Bytes of the whole weight matrix the tile belongs to: whether it stays in the caches
   // between calls (a kernel may prefetch only what comes from memory).
   double matrix_bytes = 0;
-  // The tile's first 16-row group in LanePacks' layout (Q8_0 at AVX-512), or null.
+  // The tile's first 16-row group in LanePacks' layout (Q8_0 or Q4_0 at AVX-512), or null.
   const uint8_t* lanes = nullptr;
 };
 
@@ -60,6 +60,19 @@ inline size_t q8_0_lane_group_bytes(int64_t cols) {
 }
 // Q8_0 tiles with GemmTile::lanes set (matmul_avx512.cpp): the lane kernel's arithmetic.
 void avx512_gemm_q8_0_lanes(const GemmTile& tile);
+
+// LanePacks' Q4_0 layout, as compact as the file's (288 bytes per 32-column block of 16 rows):
+// blocks in pairs (2p, 2p + 1) of 576 bytes, 64-byte aligned: the codes of block 2p, then of
+// 2p + 1 (4 zmm words each: word q, lane r = qs bytes 4q..4q+3 of row r, i.e. elements 4q..4q+3
+// in the low nibbles and 4q+16..4q+19 in the high ones), then the 16 rows' f16 scales d of 2p,
+// then of 2p + 1. A group of an odd number of blocks ends with a half-used pair.
+constexpr size_t kQ4_0LanePairBytes = 2 * (4 * 64 + 16 * 2);
+inline size_t q4_0_lane_group_bytes(int64_t cols) {
+  return static_cast<size_t>((cols / 32 + 1) / 2) * kQ4_0LanePairBytes;
+}
+// Q4_0 tiles with GemmTile::lanes set (matmul_avx512.cpp): the lane kernel's arithmetic, read
+// from the packed copy at every batch size.
+void avx512_gemm_q4_0_lanes(const GemmTile& tile);
 using GemmFn = void (*)(const GemmTile& tile);
 
 // The tile function for `type` at this level, or nullptr where the level has no kernel for it

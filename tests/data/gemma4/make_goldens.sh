@@ -28,6 +28,7 @@ cases=(
   "tiny_q4_k_m|--preset tiny --type q4_k_m|every4"
   "tiny-e2b-like_q4_k_m|--preset tiny-e2b-like --type q4_k_m|every4"
   "tiny-moe_q8_0|--preset tiny-moe --type q8_0|all"
+  "tiny-moe_q4_0|--preset tiny-moe --type q4_0|all"
 )
 for c in "${cases[@]}"; do
   IFS='|' read -r name args keep <<< "$c"
