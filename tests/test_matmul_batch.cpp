@@ -82,17 +82,16 @@ TEST_P(MatmulBatch, EveryRowEqualsBatchOneBitForBit) {
   set_simd_level(saved);
 }
 
-// LanePacks' pre-transposed copies (Q8_0 matrices that stay in the caches, every Q4_0 matrix)
-// give the unpacked kernels' bits at every batch size, row range and thread count; matrices it
-// must not pack (Q8_0 over 1 MB, other types) are left alone.
+// LanePacks' copies (every Q4_0, Q5_0 and Q8_0 matrix) give the raw rows' bits at every batch
+// size, row range and thread count; other types are left alone.
 TEST(MatmulBatchLanePacks, PackedEqualTheUnpackedKernelsBitForBit) {
   const SimdLevel saved = simd_level();
   if (!switch_to_avx512(saved)) GTEST_SKIP() << "no AVX-512 VNNI on this CPU";
   ThreadPool pool(3);
   uint32_t seed = 77;
   LanePacks packs;
-  for (const GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_0}) {
-    // odd block counts (32, 736 columns) end Q4_0's packed groups with a half-used pair
+  for (const GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0}) {
+    // odd block counts (32, 736 columns) end the packed groups with a half-used pair
     for (const auto& [cols, rows] : {std::pair<int64_t, int64_t>{32, 1},
                                      {256, 31},
                                      {256, 1920},
@@ -130,8 +129,10 @@ TEST(MatmulBatchLanePacks, PackedEqualTheUnpackedKernelsBitForBit) {
   }
   // an expert stack packed whole: each expert's rows (weight_rows) read the copy where they
   // start a 16-row group (24-row experts: 0 and 2 do, 1 does not) and give the raw rows' bits
-  for (const int64_t rows : {24, 32}) {
-    const GgmlType t = GgmlType::Q4_0;
+  for (const auto& [t, rows] : {std::pair<GgmlType, int64_t>{GgmlType::Q4_0, 24},
+                                {GgmlType::Q4_0, 32},
+                                {GgmlType::Q5_0, 24},
+                                {GgmlType::Q8_0, 24}}) {
     const int64_t cols = 256, n_expert = 3;
     const size_t stride = static_cast<size_t>(cols / 32) * matmul_block_bytes(t);
     const auto data = random_weights(t, rows * n_expert, cols, seed++);
@@ -141,7 +142,8 @@ TEST(MatmulBatchLanePacks, PackedEqualTheUnpackedKernelsBitForBit) {
     const auto x = random_activations(5 * cols, seed++);
     for (int64_t e = 0; e < n_expert; ++e) {
       const WeightView expert = weight_rows(stack, e * rows, rows);
-      EXPECT_EQ(expert.lanes != nullptr, e * rows % 16 == 0) << "rows " << rows << " expert " << e;
+      EXPECT_EQ(expert.lanes != nullptr, e * rows % 16 == 0)
+          << type_name(t) << " rows " << rows << " expert " << e;
       const WeightView plain{t, data.data() + static_cast<size_t>(e * rows) * stride, rows, cols,
                              stride};
       for (int64_t nb : {1, 5}) {
@@ -149,20 +151,15 @@ TEST(MatmulBatchLanePacks, PackedEqualTheUnpackedKernelsBitForBit) {
         matmul(plain, x.data(), nb, want.data(), &pool);
         matmul(expert, x.data(), nb, got.data(), &pool);
         ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)))
-            << "rows " << rows << " expert " << e << " batch " << nb;
+            << type_name(t) << " rows " << rows << " expert " << e << " batch " << nb;
       }
     }
   }
-  // not packed: Q8_0 over 1 MB, or another type
-  const GgmlType q8 = GgmlType::Q8_0;
-  const auto big = random_weights(q8, 1400, 736, seed++);
-  WeightView w{q8, big.data(), 1400, 736, static_cast<size_t>(736 / 32) * matmul_block_bytes(q8)};
-  packs.pack(w);
-  EXPECT_EQ(w.lanes, nullptr);
-  const auto q5 = random_weights(GgmlType::Q5_0, 64, 256, seed++);
-  WeightView w5{GgmlType::Q5_0, q5.data(), 64, 256, 8 * matmul_block_bytes(GgmlType::Q5_0)};
-  packs.pack(w5);
-  EXPECT_EQ(w5.lanes, nullptr);
+  // not packed: another type
+  const auto q4k = random_weights(GgmlType::Q4_K, 64, 256, seed++);
+  WeightView wk{GgmlType::Q4_K, q4k.data(), 64, 256, matmul_block_bytes(GgmlType::Q4_K)};
+  packs.pack(wk);
+  EXPECT_EQ(wk.lanes, nullptr);
   set_simd_level(saved);
 }
 

@@ -15,7 +15,6 @@
 
 #include "backend/cpu/cpu_features.h"
 #include "backend/cpu/matmul_internal.h"
-#include "quant/fp16.h"
 #include "runtime/thread_pool.h"
 #include "util/error.h"
 
@@ -75,12 +74,6 @@ cpu::GemmFn pick_kernel(SimdLevel level, GgmlType type) {
   (void)level;
 #endif
   return fn ? fn : cpu::scalar_gemm(type);
-}
-
-// Bytes of one 16-row group of w's packed copy (LanePacks: Q4_0, or Q8_0).
-size_t packed_group_bytes(const WeightView& w) {
-  return w.type == GgmlType::Q4_0 ? cpu::q4_0_lane_group_bytes(w.cols)
-                                  : cpu::q8_0_lane_group_bytes(w.cols);
 }
 
 }  // namespace
@@ -194,17 +187,12 @@ void matmul_rows(const WeightView& w, int64_t row_begin, int64_t row_end, const 
   // A pre-transposed copy (LanePacks) serves whole 16-row groups: row ranges that start on one.
   const uint8_t* lanes = nullptr;
 #if defined(__x86_64__) || defined(_M_X64)
-  if (w.lanes && level == SimdLevel::Avx512 && row_begin % 16 == 0) {
-    if (w.type == GgmlType::Q8_0) {
-      lanes = w.lanes;
-      gemm = &cpu::avx512_gemm_q8_0_lanes;
-    } else if (w.type == GgmlType::Q4_0) {
-      lanes = w.lanes;
-      gemm = &cpu::avx512_gemm_q4_0_lanes;
-    }
+  if (w.lanes && level == SimdLevel::Avx512 && row_begin % 16 == 0 && cpu::lane_packable(w.type)) {
+    lanes = w.lanes;
+    gemm = &cpu::avx512_gemm_lane_packed;
   }
 #endif
-  const size_t lane_group_bytes = packed_group_bytes(w);
+  const size_t lane_group_bytes = cpu::lane_pack_group_bytes(w.type, w.cols);
   const uint8_t* w0 = static_cast<const uint8_t*>(w.data) + row_begin * w.row_stride;
   auto run_rows = [&](int64_t r0, int64_t r1, int) {
     cpu::GemmTile tile;
@@ -268,7 +256,7 @@ WeightView weight_rows(const WeightView& w, int64_t row0, int64_t n) {
   v.rows = n;
   v.lanes = nullptr;
   if (w.lanes && row0 % 16 == 0) {
-    v.lanes = w.lanes + static_cast<size_t>(row0 / 16) * packed_group_bytes(w);
+    v.lanes = w.lanes + static_cast<size_t>(row0 / 16) * cpu::lane_pack_group_bytes(w.type, w.cols);
   }
   return v;
 }
@@ -285,64 +273,45 @@ void LanePacks::Free::operator()(uint8_t* p) const {
 }
 
 void LanePacks::pack(WeightView& w) {
-  // Q8_0: matrices up to the bound below which gemm_q8_0 gives every batch size the lane kernel's
-  // arithmetic (matmul_avx512.cpp), so packed and unpacked calls agree bit for bit; their copy
-  // (the kernel's register panel, 640 bytes per 1,088 of weights) pays off where the caches hold
-  // it. Q4_0: every matrix, in a layout as compact as the file's (matmul_internal.h).
-  constexpr size_t kMaxQ8_0Bytes = size_t{1} << 20;
   w.lanes = nullptr;
-  if (simd_level() != SimdLevel::Avx512 || !w.data || w.rows <= 0 || w.cols <= 0 ||
-      w.cols % 32 != 0) {
+  if (simd_level() != SimdLevel::Avx512 || !cpu::lane_packable(w.type) || !w.data || w.rows <= 0 ||
+      w.cols <= 0 || w.cols % 32 != 0) {
     return;
   }
-  const bool q8_0 =
-      w.type == GgmlType::Q8_0 && static_cast<size_t>(w.rows) * w.row_stride <= kMaxQ8_0Bytes;
-  if (!q8_0 && w.type != GgmlType::Q4_0) return;
   const int64_t nblk = w.cols / 32, groups = (w.rows + 15) / 16;
-  const size_t group_bytes =
-      q8_0 ? cpu::q8_0_lane_group_bytes(w.cols) : cpu::q4_0_lane_group_bytes(w.cols);
-  const size_t total = static_cast<size_t>(groups) * group_bytes;  // a multiple of 64
-  uint8_t* packed = allocate(total);
+  const size_t block_bytes = type_traits(w.type).type_size;
+  const size_t code_bytes = cpu::lane_pack_code_bytes(w.type);
+  const size_t pair_bytes = cpu::lane_pack_pair_bytes(w.type);
+  const size_t group_bytes = cpu::lane_pack_group_bytes(w.type, w.cols);
+  uint8_t* packed = allocate(static_cast<size_t>(groups) * group_bytes);
   const auto* src = static_cast<const uint8_t*>(w.data);
-  // block i of the row at lane r of group g (lanes past the last row repeat it: their results
-  // are never stored)
-  auto block_of = [&](int64_t g, int64_t r, int64_t i) {
-    const int64_t row = std::min(g * 16 + r, w.rows - 1);
-    return src + static_cast<size_t>(row) * w.row_stride +
-           static_cast<size_t>(i) * (q8_0 ? sizeof(BlockQ8_0) : sizeof(BlockQ4_0));
-  };
+  // where the file's blocks keep the codes and Q5_0 its qh (the f16 d is at 0 in all three)
+  const size_t qs_at = w.type == GgmlType::Q5_0 ? 6 : 2;
+  const int code_words = w.type == GgmlType::Q8_0 ? 8 : 4;
+  const uint32_t flip = w.type == GgmlType::Q8_0 ? 0x80808080u : 0;  // Q8_0 codes + 128
   for (int64_t g = 0; g < groups; ++g) {
     uint8_t* group = packed + static_cast<size_t>(g) * group_bytes;
     for (int64_t i = 0; i < nblk; ++i) {
-      if (q8_0) {
-        uint8_t* out = group + static_cast<size_t>(i) * cpu::kQ8_0LaneBlockBytes;
-        std::memset(out + 8 * 64 + 16 * 4, 0, 16 * 4);  // the panel's unused mins
-        for (int64_t r = 0; r < 16; ++r) {
-          const uint8_t* blk = block_of(g, r, i);
-          for (int q = 0; q < 8; ++q) {  // codes + 128 (u8 for vpdpbusd), 4 at a time
-            uint32_t word;
-            std::memcpy(&word, blk + 2 + 4 * q, sizeof word);
-            word ^= 0x80808080u;
-            std::memcpy(out + q * 64 + r * 4, &word, sizeof word);
-          }
-          uint16_t d;
-          std::memcpy(&d, blk, sizeof d);
-          const float scale = fp16_to_fp32(d);
-          std::memcpy(out + 8 * 64 + r * 4, &scale, sizeof scale);
+      uint8_t* pair = group + static_cast<size_t>(i / 2) * pair_bytes;
+      uint8_t* codes = pair + static_cast<size_t>(i % 2) * code_bytes;
+      uint8_t* scales = pair + 2 * code_bytes + static_cast<size_t>(i % 2) * 32;
+      if (i % 2 == 0 && i + 1 == nblk) {  // the unused half of a last pair
+        std::memset(codes + code_bytes, 0, code_bytes);
+        std::memset(scales + 32, 0, 32);
+      }
+      for (int64_t r = 0; r < 16; ++r) {
+        // lanes past the last row repeat it (their results are never stored)
+        const int64_t row = std::min(g * 16 + r, w.rows - 1);
+        const uint8_t* blk =
+            src + static_cast<size_t>(row) * w.row_stride + static_cast<size_t>(i) * block_bytes;
+        for (int q = 0; q < code_words; ++q) {
+          uint32_t word;
+          std::memcpy(&word, blk + qs_at + 4 * q, sizeof word);
+          word ^= flip;
+          std::memcpy(codes + q * 64 + r * 4, &word, sizeof word);
         }
-      } else {
-        uint8_t* pair = group + static_cast<size_t>(i / 2) * cpu::kQ4_0LanePairBytes;
-        uint8_t* codes = pair + (i % 2) * (4 * 64);
-        uint8_t* scales = pair + 8 * 64 + (i % 2) * 32;
-        if (i % 2 == 0 && i + 1 == nblk) {  // the unused half of a last pair
-          std::memset(pair + 4 * 64, 0, 4 * 64);
-          std::memset(scales + 32, 0, 32);
-        }
-        for (int64_t r = 0; r < 16; ++r) {
-          const uint8_t* blk = block_of(g, r, i);
-          for (int q = 0; q < 4; ++q) std::memcpy(codes + q * 64 + r * 4, blk + 2 + 4 * q, 4);
-          std::memcpy(scales + r * 2, blk, 2);
-        }
+        if (w.type == GgmlType::Q5_0) std::memcpy(codes + 4 * 64 + r * 4, blk + 2, 4);
+        std::memcpy(scales + r * 2, blk, 2);
       }
     }
   }
@@ -350,8 +319,8 @@ void LanePacks::pack(WeightView& w) {
 }
 
 uint8_t* LanePacks::allocate(size_t bytes) {
-  // Matrices go one after another into arenas of >= 4 MiB (64 MiB once a matrix is over 1 MiB:
-  // a Q4_0 model's) on 2 MiB pages where the kernel offers them (a page fault per 4 KiB page
+  // Matrices go one after another into arenas of >= 4 MiB (64 MiB once a matrix is over 1 MiB)
+  // on 2 MiB pages where the kernel offers them (a page fault per 4 KiB page
   // made loading the tiny model 3x slower; the decode kernels read the copies once per token).
   if (arena_used_ + bytes > arena_size_) {
     constexpr size_t kHuge = size_t{2} << 20;

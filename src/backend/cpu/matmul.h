@@ -45,7 +45,7 @@ struct WeightView {
   int64_t rows = 0;
   int64_t cols = 0;
   size_t row_stride = 0;  // bytes between rows (row_size(type, cols) when packed)
-  // The same matrix pre-transposed by LanePacks for the AVX-512 lane kernel (Q8_0, Q4_0), or
+  // The same matrix packed by LanePacks for the AVX-512 lane kernel (Q4_0, Q5_0, Q8_0), or
   // null. Only a view of a whole matrix may carry it: a view moved to other rows (an expert of a
   // stack) must drop it.
   const uint8_t* lanes = nullptr;
@@ -55,16 +55,13 @@ struct WeightView {
 // packed copy (LanePacks) where row0 starts one of its 16-row groups, and drops it otherwise.
 WeightView weight_rows(const WeightView& w, int64_t row0, int64_t n);
 
-// Pre-transposed copies for the AVX-512 lane kernels, 16 rows per group, made once at load:
-// - Q8_0 matrices that stay in the CPU caches (at most 1 MB: the tiny model's, a DFlash draft's):
-//   per 32-column block the +128 codes as 8 zmm words (word q, lane r = codes 4q..4q+3 of row r)
-//   and the 16 scales as f32, padded to the kernel's 640-byte register panel. The kernel then
-//   runs the arithmetic it has on the raw rows, bit for bit, without transposing the same bytes
-//   again on every call (the transposes were most of a small matrix's time).
-// - Every Q4_0 matrix, as compact as the file (matmul_internal.h): decode reads one sequential
-//   stream per 16 rows with no shuffles, the same bits as the raw rows (llama.cpp repacks Q4_0
-//   at load for the same reason). Costs a copy of the Q4_0 weights in memory and a pass over
-//   them at load; the file's pages of those matrices are then not read again.
+// Copies for the AVX-512 lane kernels, made once at load: every Q4_0, Q5_0 and Q8_0 matrix (and
+// expert stack) in 16-row groups, as compact as the file (matmul_internal.h): per 32-column
+// block the 16 rows' codes as zmm words (word q, lane r = 4 code bytes of row r) and their 16
+// f16 scales. The lane kernel then reads each group as one sequential stream without the
+// transposes or shuffles the raw rows need, with the raw rows' arithmetic, bit for bit
+// (llama.cpp repacks Q4_0 at load for the same reason). Costs a copy of those weights in memory
+// and a pass over them at load; the file's pages of those matrices are then not read again.
 // Owned by the model whose matrices they copy.
 class LanePacks {
  public:
@@ -72,8 +69,8 @@ class LanePacks {
   ~LanePacks();
   LanePacks(const LanePacks&) = delete;
   LanePacks& operator=(const LanePacks&) = delete;
-  // Sets w.lanes to a packed copy when the AVX-512 level is in use and w is a Q8_0 matrix of at
-  // most 1 MB or a Q4_0 matrix; leaves w alone otherwise.
+  // Sets w.lanes to a packed copy when the AVX-512 level is in use and w is a Q4_0, Q5_0 or
+  // Q8_0 matrix; leaves w alone otherwise.
   void pack(WeightView& w);
 
  private:

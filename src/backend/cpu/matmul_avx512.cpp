@@ -30,6 +30,7 @@
 #endif
 
 #include "backend/cpu/matmul_x86_kernels.h"
+#include "util/error.h"
 
 namespace {
 
@@ -227,15 +228,18 @@ struct LaneQ8_0 {
 };
 
 // Q5_0 / Q5_1: qh (32 bits, bit e = fifth bit of element e) at qh_at, nibbles at qs_at.
-inline void decode_q5(const RowGroup& g, size_t qh_at, size_t qs_at, __m512i* w) {
-  const __m512i qh = gather32(g, qh_at);
-  __m512i raw[4];
-  load4x16(g, qs_at, raw);
+// raw: the nibble words (lane r = qs bytes 4q..4q+3 of row r), qh: lane r = row r's qh.
+inline void q5_codes(const __m512i* raw, __m512i qh, __m512i* w) {
   for (int q = 0; q < 4; ++q) {
     w[q] = _mm512_or_si512(nibble_lo(raw[q]), spread4_bits_to_0x10(_mm512_srli_epi32(qh, 4 * q)));
     w[q + 4] =
         _mm512_or_si512(nibble_hi(raw[q]), spread4_bits_to_0x10(_mm512_srli_epi32(qh, 16 + 4 * q)));
   }
+}
+inline void decode_q5(const RowGroup& g, size_t qh_at, size_t qs_at, __m512i* w) {
+  __m512i raw[4];
+  load4x16(g, qs_at, raw);
+  q5_codes(raw, gather32(g, qh_at), w);
 }
 
 struct LaneQ5_0 {
@@ -392,8 +396,7 @@ template <typename Lane>
 constexpr bool kTwoChains = std::is_same_v<Lane, LaneQ4_0>;
 
 // Where lanes32_compute finds block i's decoded weights: a panel decoded for this call
-// (gemm_lanes32), or LanePacks' pre-transposed copies (avx512_gemm_q8_0_lanes,
-// avx512_gemm_q4_0_lanes).
+// (gemm_lanes32), or LanePacks' copy (PackedBlocks, avx512_gemm_lane_packed).
 struct PanelBlocks {
   const LegacyPanel* panel;
   const LegacyPanel& operator()(int64_t i) const { return panel[i]; }
@@ -421,7 +424,14 @@ void lanes32_compute(const GemmTile& t, const Blocks& blocks, int64_t r0, int64_
       const uint8_t* blk = act[b] + i * Act::kBytes;
       const auto k = static_cast<size_t>((b0 + b) * nblk + i);
       __m512i s = Lane::kOffset != 0 ? _mm512_set1_epi32(terms.start[k]) : _mm512_setzero_si512();
-      for (int q = 0; q < 8; ++q) s = dpbusd_bcast(s, p.w[q], blk + Act::kQs + 4 * q);
+      // two dependent chains of 4 (exact integers: the same sum); at batch 1 eight in one chain
+      // were latency-bound (Q5_0 10240->2560 one thread 1,204-1,260 -> 1,064-1,098 us)
+      __m512i s1 = _mm512_setzero_si512();
+      for (int q = 0; q < 4; ++q) {
+        s = dpbusd_bcast(s, p.w[q], blk + Act::kQs + 4 * q);
+        s1 = dpbusd_bcast(s1, p.w[q + 4], blk + Act::kQs + 16 + 4 * q);
+      }
+      s = _mm512_add_epi32(s, s1);
       into[b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s),
                                 _mm512_mul_ps(p.d, _mm512_set1_ps(terms.dy[k])), into[b]);
       if constexpr (Lane::kMin)
@@ -1122,66 +1132,78 @@ GemmFn avx512_gemm(GgmlType type) {
   }
 }
 
-// Q8_0 pre-transposed by LanePacks: its blocks are the LegacyPanel that LaneQ8_0::decode would
-// build on every call, so lanes32_compute runs on them directly (the same code: the same bits).
-static_assert(sizeof(LegacyPanel) == kQ8_0LaneBlockBytes && offsetof(LegacyPanel, d) == 8 * 64);
-
-void avx512_gemm_q8_0_lanes(const GemmTile& t) {
-  thread_local ActBlockTerms terms;
-  act_block_terms<false>(t, LaneQ8_0::kOffset, terms);
-  const size_t group_bytes = q8_0_lane_group_bytes(t.cols);
-  for (int64_t r0 = 0; r0 < t.n_rows; r0 += 16) {
-    const int64_t n = std::min<int64_t>(16, t.n_rows - r0);
-    const auto mask = static_cast<__mmask16>((1u << n) - 1);
-    const auto* panel =
-        reinterpret_cast<const LegacyPanel*>(t.lanes + static_cast<size_t>(r0 / 16) * group_bytes);
-    for (int64_t b0 = 0; b0 < t.n_act; b0 += 8) {
-      dispatch_nb(std::min<int64_t>(8, t.n_act - b0), [&](auto nb) {
-        lanes32_compute<LaneQ8_0, false, decltype(nb)::value>(t, PanelBlocks{panel}, r0, b0, mask,
-                                                              terms, nullptr);
-      });
-    }
-  }
-}
-
-// Q4_0 packed by LanePacks (matmul_internal.h): block i's panel is 4 aligned loads, their low and
-// high nibbles (LaneQ4_0::decode's codes without its transposes) and one f16 conversion. The
-// lane kernel's arithmetic on them, so packed and unpacked matrices give the same bits. Decode
-// reads 288 bytes per block of 16 rows in one sequential stream (the hardware prefetchers follow
-// it) with 8 vpdpbusd, where the row kernel (gemv_avx512.cpp) shuffled for each four blocks of
-// one row.
-struct Q4_0PackedBlocks {
+// Matrices packed by LanePacks (matmul_internal.h): block i's panel is a few aligned loads and,
+// for the 4-bit types, their low and high nibbles (and Q5_0's fifth bits): the lane decoders'
+// codes without their transposes, and the lane kernel's arithmetic on them, so packed and raw
+// matrices give the same bits. Decode reads each 16-row group as one sequential stream (the
+// hardware prefetchers follow it) with 8 vpdpbusd per block, where the row kernels
+// (gemv_avx512.cpp) shuffled each row's blocks into place.
+//
+// Q5_0 also prefetches 2 KB ahead in the stream: one thread, bench_matmul --cpu-time, 10240->2560
+// 1,084-1,263 -> 805-966 us, 2560->10240 867-929 -> 715-723 (its heavier decode keeps fewer
+// loads in flight); Q4_0 and Q8_0 were within the noise with it (1 or 4 KB alike) and go without.
+template <GgmlType kType>
+struct PackedBlocks {
+  static constexpr size_t kCodes = lane_pack_code_bytes(kType);
+  static constexpr size_t kPrefetchBytes = kType == GgmlType::Q5_0 ? 2048 : 0;
   const uint8_t* group;
   LegacyPanel operator()(int64_t i) const {
-    const uint8_t* pair = group + static_cast<size_t>(i / 2) * kQ4_0LanePairBytes;
-    const uint8_t* codes = pair + (i % 2) * (4 * 64);
-    LegacyPanel p;
-    for (int q = 0; q < 4; ++q) {
-      const __m512i raw = _mm512_load_si512(codes + 64 * q);
-      p.w[q] = nibble_lo(raw);
-      p.w[q + 4] = nibble_hi(raw);
+    const uint8_t* pair = group + static_cast<size_t>(i / 2) * lane_pack_pair_bytes(kType);
+    const uint8_t* codes = pair + static_cast<size_t>(i % 2) * kCodes;
+    if (kPrefetchBytes > 0 && i % 2 == 0) {
+      // the lines of the pair kPrefetchBytes ahead (asm: GCC deletes _mm_prefetch loops)
+      for (size_t o = 0; o < lane_pack_pair_bytes(kType); o += 64)
+        __asm__ volatile("prefetcht0 %0" : : "m"(pair[kPrefetchBytes + o]));
     }
-    p.d = _mm512_cvtph_ps(
-        _mm256_load_si256(reinterpret_cast<const __m256i*>(pair + 8 * 64 + (i % 2) * 32)));
+    LegacyPanel p;
+    if constexpr (kType == GgmlType::Q8_0) {
+      for (int q = 0; q < 8; ++q) p.w[q] = _mm512_load_si512(codes + 64 * q);
+    } else {
+      __m512i raw[4];
+      for (int q = 0; q < 4; ++q) raw[q] = _mm512_load_si512(codes + 64 * q);
+      if constexpr (kType == GgmlType::Q5_0) {
+        q5_codes(raw, _mm512_load_si512(codes + 4 * 64), p.w);
+      } else {
+        for (int q = 0; q < 4; ++q) {
+          p.w[q] = nibble_lo(raw[q]);
+          p.w[q + 4] = nibble_hi(raw[q]);
+        }
+      }
+    }
+    p.d = _mm512_cvtph_ps(_mm256_load_si256(
+        reinterpret_cast<const __m256i*>(pair + 2 * kCodes + static_cast<size_t>(i % 2) * 32)));
     p.m = _mm512_setzero_ps();
     return p;
   }
 };
 
-void avx512_gemm_q4_0_lanes(const GemmTile& t) {
+template <typename Lane, GgmlType kType>
+void gemm_packed(const GemmTile& t) {
   thread_local ActBlockTerms terms;
-  act_block_terms<false>(t, LaneQ4_0::kOffset, terms);
-  const size_t group_bytes = q4_0_lane_group_bytes(t.cols);
+  act_block_terms<false>(t, Lane::kOffset, terms);
+  const size_t group_bytes = lane_pack_group_bytes(kType, t.cols);
   for (int64_t r0 = 0; r0 < t.n_rows; r0 += 16) {
     const int64_t n = std::min<int64_t>(16, t.n_rows - r0);
     const auto mask = static_cast<__mmask16>((1u << n) - 1);
-    const Q4_0PackedBlocks blocks{t.lanes + static_cast<size_t>(r0 / 16) * group_bytes};
+    const PackedBlocks<kType> blocks{t.lanes + static_cast<size_t>(r0 / 16) * group_bytes};
     for (int64_t b0 = 0; b0 < t.n_act; b0 += 8) {
       dispatch_nb(std::min<int64_t>(8, t.n_act - b0), [&](auto nb) {
-        lanes32_compute<LaneQ4_0, false, decltype(nb)::value>(t, blocks, r0, b0, mask, terms,
-                                                              nullptr);
+        lanes32_compute<Lane, false, decltype(nb)::value>(t, blocks, r0, b0, mask, terms, nullptr);
       });
     }
+  }
+}
+
+void avx512_gemm_lane_packed(const GemmTile& t) {
+  switch (t.type) {
+    case GgmlType::Q4_0:
+      return gemm_packed<LaneQ4_0, GgmlType::Q4_0>(t);
+    case GgmlType::Q5_0:
+      return gemm_packed<LaneQ5_0, GgmlType::Q5_0>(t);
+    case GgmlType::Q8_0:
+      return gemm_packed<LaneQ8_0, GgmlType::Q8_0>(t);
+    default:
+      fail("matmul: no packed lane kernel for {}", type_traits(t.type).name);
   }
 }
 

@@ -48,31 +48,34 @@ struct GemmTile {
   // Bytes of the whole weight matrix the tile belongs to: whether it stays in the caches
   // between calls (a kernel may prefetch only what comes from memory).
   double matrix_bytes = 0;
-  // The tile's first 16-row group in LanePacks' layout (Q8_0 or Q4_0 at AVX-512), or null.
+  // The tile's first 16-row group in LanePacks' layout (lane_packable types at AVX-512), or null.
   const uint8_t* lanes = nullptr;
 };
 
-// LanePacks' layout: bytes of one 32-column block of a 16-row group (8 code words x 16 lanes,
-// 16 f32 scales, 16 unused f32: the AVX-512 kernel's register panel), and of a whole group.
-constexpr size_t kQ8_0LaneBlockBytes = 8 * 64 + 16 * 4 + 16 * 4;
-inline size_t q8_0_lane_group_bytes(int64_t cols) {
-  return static_cast<size_t>(cols / 32) * kQ8_0LaneBlockBytes;
+// LanePacks' layout for the AVX-512 lane kernel, as compact as the file's blocks: per 16-row
+// group, the 32-column blocks in pairs (2p, 2p + 1), each pair 64-byte aligned: block 2p's codes
+// (and fifth bits), block 2p + 1's, then the 16 rows' f16 scales d of 2p and of 2p + 1 (32 bytes
+// each). Codes are zmm words, word q lane r = 4 code bytes of row r:
+//   Q4_0: 4 words of the file's qs bytes 4q..4q+3 (elements 4q..4q+3 in the low nibbles,
+//         4q+16..4q+19 in the high ones): 256 bytes;
+//   Q5_0: those 4 words, then one word of the rows' 32-bit qh: 320 bytes;
+//   Q8_0: 8 words of codes 4q..4q+3 + 128 (unsigned, for vpdpbusd): 512 bytes.
+// A group of an odd number of blocks ends with a half-used pair.
+constexpr bool lane_packable(GgmlType type) {
+  return type == GgmlType::Q4_0 || type == GgmlType::Q5_0 || type == GgmlType::Q8_0;
 }
-// Q8_0 tiles with GemmTile::lanes set (matmul_avx512.cpp): the lane kernel's arithmetic.
-void avx512_gemm_q8_0_lanes(const GemmTile& tile);
-
-// LanePacks' Q4_0 layout, as compact as the file's (288 bytes per 32-column block of 16 rows):
-// blocks in pairs (2p, 2p + 1) of 576 bytes, 64-byte aligned: the codes of block 2p, then of
-// 2p + 1 (4 zmm words each: word q, lane r = qs bytes 4q..4q+3 of row r, i.e. elements 4q..4q+3
-// in the low nibbles and 4q+16..4q+19 in the high ones), then the 16 rows' f16 scales d of 2p,
-// then of 2p + 1. A group of an odd number of blocks ends with a half-used pair.
-constexpr size_t kQ4_0LanePairBytes = 2 * (4 * 64 + 16 * 2);
-inline size_t q4_0_lane_group_bytes(int64_t cols) {
-  return static_cast<size_t>((cols / 32 + 1) / 2) * kQ4_0LanePairBytes;
+constexpr size_t lane_pack_code_bytes(GgmlType type) {
+  return type == GgmlType::Q8_0 ? 512 : type == GgmlType::Q5_0 ? 320 : 256;
 }
-// Q4_0 tiles with GemmTile::lanes set (matmul_avx512.cpp): the lane kernel's arithmetic, read
-// from the packed copy at every batch size.
-void avx512_gemm_q4_0_lanes(const GemmTile& tile);
+constexpr size_t lane_pack_pair_bytes(GgmlType type) {
+  return 2 * (lane_pack_code_bytes(type) + 16 * 2);
+}
+inline size_t lane_pack_group_bytes(GgmlType type, int64_t cols) {
+  return static_cast<size_t>((cols / 32 + 1) / 2) * lane_pack_pair_bytes(type);
+}
+// Tiles with GemmTile::lanes set (matmul_avx512.cpp): the lane kernel's arithmetic, on the
+// packed copy, at every batch size.
+void avx512_gemm_lane_packed(const GemmTile& tile);
 using GemmFn = void (*)(const GemmTile& tile);
 
 // The tile function for `type` at this level, or nullptr where the level has no kernel for it
