@@ -137,6 +137,9 @@ class Gemma4Model {
 
   const Gemma4Config& config() const { return config_; }
   const gguf::File& file() const { return *file_; }
+  // Makes the CPU backend's packed weight copies (LanePacks) now rather than in the first
+  // forward pass; the CPU sessions' maker calls it.
+  void pack_weights() const { lane_packs_.ready(); }
   const Gemma4Layer& layer(int64_t i) const { return layers_.at(static_cast<size_t>(i)); }
   // Cache layout: row sizes, windows and sharing per layer.
   std::vector<KvLayerSpec> kv_layout() const;
@@ -178,7 +181,7 @@ class Gemma4Model {
   std::unique_ptr<gguf::File> file_;
   Gemma4Config config_;
   std::vector<std::vector<float>> converted_;  // owned f32 copies of non-f32 vectors
-  LanePacks lane_packs_;  // pre-transposed Q4_0 and small Q8_0 matrices (WeightView::lanes)
+  LanePacks lane_packs_;  // packed Q4_0 / Q5_0 / Q8_0 matrices (WeightView::lanes)
   // global tensors
   WeightView token_embd_;            // [D, V]
   Matrix output_;                    // [D, V] (token_embd when absent: tied)

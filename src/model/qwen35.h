@@ -132,6 +132,9 @@ class Qwen35Model {
 
   const Qwen35Config& config() const { return config_; }
   const gguf::File& file() const { return *file_; }
+  // Makes the CPU backend's packed weight copies (LanePacks) now rather than in the first
+  // forward pass; the CPU sessions' maker calls it.
+  void pack_weights() const { lane_packs_.ready(); }
   int64_t n_vocab() const { return n_vocab_; }
   // One KV layer per trunk full-attention layer, in layer order (GDN layers have none).
   std::vector<KvLayerSpec> kv_layout() const;

@@ -25,11 +25,13 @@ class CpuLoaded : public LoadedModel {
   int64_t n_ctx_train() const override { return model_->config().n_ctx_train; }
   std::unique_ptr<LanguageModel> new_session(const SessionOptions& options,
                                              ThreadPool* pool) const override {
+    model_->pack_weights();
     return std::make_unique<Session>(*model_, options, pool);
   }
   std::unique_ptr<MultiSequenceModel> new_sequences(int n, const SessionOptions& options,
                                                     ThreadPool* pool) const override {
     if (n < 1) fail("at least one sequence is needed, not {}", n);
+    model_->pack_weights();
     std::vector<std::unique_ptr<Session>> sessions;
     for (int i = 0; i < n; ++i)
       sessions.push_back(std::make_unique<Session>(*model_, options, pool));

@@ -190,6 +190,7 @@ void matmul_rows(const WeightView& w, int64_t row_begin, int64_t row_end, const 
   const uint8_t* lanes = nullptr;
 #if defined(__x86_64__) || defined(_M_X64)
   if (w.lanes && level == SimdLevel::Avx512 && row_begin % 16 == 0 && cpu::lane_packable(w.type)) {
+    if (w.packs) w.packs->ready();
     lanes = w.lanes;
     gemm = &cpu::avx512_gemm_lane_packed;
   }
@@ -276,17 +277,37 @@ void LanePacks::Free::operator()(uint8_t* p) const {
 
 void LanePacks::pack(WeightView& w) {
   w.lanes = nullptr;
+  w.packs = nullptr;
   if (simd_level() != SimdLevel::Avx512 || !cpu::lane_packable(w.type) || !w.data || w.rows <= 0 ||
       w.cols <= 0 || w.cols % 32 != 0) {
     return;
   }
+  const size_t total =
+      static_cast<size_t>((w.rows + 15) / 16) * cpu::lane_pack_group_bytes(w.type, w.cols);
+  std::lock_guard<std::mutex> lock(mutex_);
+  // reserved address space only: its pages cost nothing until fill() writes them
+  uint8_t* dest = allocate(total);
+  pending_.push_back({w, dest});
+  n_pending_.store(pending_.size(), std::memory_order_release);
+  w.lanes = dest;
+  w.packs = this;
+}
+
+void LanePacks::ready() const {
+  if (n_pending_.load(std::memory_order_acquire) == 0) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const Pending& p : pending_) fill(p.source, p.dest);
+  pending_.clear();
+  n_pending_.store(0, std::memory_order_release);
+}
+
+void LanePacks::fill(const WeightView& w, uint8_t* packed) {
   const int64_t nblk = w.cols / 32, groups = (w.rows + 15) / 16;
   const size_t block_bytes = type_traits(w.type).type_size;
   const size_t code_bytes = cpu::lane_pack_code_bytes(w.type);
   const size_t pair_bytes = cpu::lane_pack_pair_bytes(w.type);
   const size_t group_bytes = cpu::lane_pack_group_bytes(w.type, w.cols);
   const size_t total = static_cast<size_t>(groups) * group_bytes;
-  uint8_t* packed = allocate(total);
   const auto* src = static_cast<const uint8_t*>(w.data);
   // where the file's blocks keep the codes and Q5_0 its qh (the f16 d is at 0 in all three)
   const size_t qs_at = w.type == GgmlType::Q5_0 ? 6 : 2;
@@ -338,7 +359,6 @@ void LanePacks::pack(WeightView& w) {
   }
   pack_groups(0, groups / n_threads);
   for (std::thread& h : helpers) h.join();
-  w.lanes = packed;
 }
 
 uint8_t* LanePacks::allocate(size_t bytes) {

@@ -28,9 +28,11 @@
 // of weights run on the calling thread. Errors (unsupported type, columns not a multiple of the
 // block, bad row range or stride) throw boltrt::Error.
 #pragma once
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "quant/ggml_type.h"
@@ -38,6 +40,8 @@
 namespace boltrt {
 
 class ThreadPool;
+
+class LanePacks;
 
 struct WeightView {
   GgmlType type = GgmlType::F32;
@@ -49,6 +53,7 @@ struct WeightView {
   // null. Only a view of a whole matrix may carry it: a view moved to other rows (an expert of a
   // stack) must drop it.
   const uint8_t* lanes = nullptr;
+  const LanePacks* packs = nullptr;  // the owner of `lanes`, which fills it on first use
 };
 
 // Rows [row0, row0 + n) of w as a matrix of their own (an expert of a stack). The view keeps w's
@@ -62,19 +67,33 @@ WeightView weight_rows(const WeightView& w, int64_t row0, int64_t n);
 // transposes or shuffles the raw rows need, with the raw rows' arithmetic, bit for bit
 // (llama.cpp repacks Q4_0 at load for the same reason). Costs a copy of those weights in memory
 // and a pass over them at load; the file's pages of those matrices are then not read again.
-// Owned by the model whose matrices they copy.
+// The copies are made when first needed (ready(): the first CPU session, or the first matmul that
+// reads one), so a model that runs on the GPU costs no memory or load time for them. Owned by
+// the model whose matrices they copy.
 class LanePacks {
  public:
   LanePacks();
   ~LanePacks();
   LanePacks(const LanePacks&) = delete;
   LanePacks& operator=(const LanePacks&) = delete;
-  // Sets w.lanes to a packed copy when the AVX-512 level is in use and w is a Q4_0, Q5_0 or
-  // Q8_0 matrix; leaves w alone otherwise.
+  // Sets w.lanes to a packed copy (memory reserved now, filled by ready()) when the AVX-512
+  // level is in use and w is a Q4_0, Q5_0 or Q8_0 matrix; leaves w alone otherwise. w's data
+  // must stay valid until ready() has run.
   void pack(WeightView& w);
+  // Fills every copy pack() has promised; thread-safe, cheap once done (matmul calls it before
+  // reading a copy).
+  void ready() const;
 
  private:
+  struct Pending {
+    WeightView source;
+    uint8_t* dest;
+  };
+  static void fill(const WeightView& w, uint8_t* dest);
   uint8_t* allocate(size_t bytes);  // 64-byte aligned, in an arena
+  mutable std::mutex mutex_;
+  mutable std::vector<Pending> pending_;
+  mutable std::atomic<size_t> n_pending_{0};
   struct Free {
     void operator()(uint8_t* p) const;
   };
