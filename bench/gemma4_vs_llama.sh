@@ -6,7 +6,8 @@
 #
 # PRESETs default to "e4b 26b-a4b" (Q4_K_M, written once to $BENCH_DIR, default
 # ~/.cache/boltrt-bench; several GB each, never committed). An argument ending in .gguf is an
-# existing model file, benchmarked as it is (bench/side_by_side.sh -m FILE does this). Needs build/<...>/boltrt (set BOLTRT)
+# existing model file, benchmarked as it is (bench/side_by_side.sh -m FILE does this). Needs build/<...>/boltrt
+# (the newest that is not a sanitizer build; or set BOLTRT)
 # and llama-ref (set LLAMA_REF_BIN; tools/setup.sh builds it).
 set -euo pipefail
 threads=2 n_prompt=512 n_gen=128 reps=3
@@ -20,7 +21,15 @@ shift $((OPTIND - 1))
 presets=("$@")
 [ ${#presets[@]} -eq 0 ] && presets=(e4b 26b-a4b)
 root="$(cd "$(dirname "$0")/.." && pwd)"
-boltrt="${BOLTRT:-$(ls -t "$root"/build/*/boltrt 2>/dev/null | head -1)}"
+# the newest build that is not a sanitizer build (an ASan binary is several times slower)
+newest_plain_build() {
+  local b
+  while read -r b; do
+    grep -qs '^BOLTRT_SANITIZE:BOOL=ON' "$(dirname "$b")/CMakeCache.txt" || { echo "$b"; return; }
+  done < <(find "$root"/build -mindepth 2 -maxdepth 2 -name boltrt -type f -printf '%T@ %p\n' 2>/dev/null |
+    sort -rn | cut -d' ' -f2-)
+}
+boltrt="${BOLTRT:-$(newest_plain_build)}"
 ref="${LLAMA_REF_BIN:-$HOME/.cache/llama-ref/build/bin}"
 dir="${BENCH_DIR:-$HOME/.cache/boltrt-bench}"
 [ -x "$boltrt" ] || { echo "no boltrt binary (build it or set BOLTRT)" >&2; exit 1; }
