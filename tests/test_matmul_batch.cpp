@@ -97,7 +97,8 @@ TEST(MatmulBatchLanePacks, PackedEqualTheUnpackedKernelsBitForBit) {
                                      {256, 1920},
                                      {512, 256},
                                      {736, 40},
-                                     {1024, 100}}) {
+                                     {1024, 100},
+                                     {736, 1400}}) {  // over 1 MB
       const auto data = random_weights(t, rows, cols, seed++);
       const size_t stride = static_cast<size_t>(cols / 32) * matmul_block_bytes(t);
       const WeightView plain{t, data.data(), rows, cols, stride};
