@@ -186,7 +186,7 @@ void matmul_rows(const WeightView& w, int64_t row_begin, int64_t row_end, const 
   }
 
   cpu::GemmFn gemm = pick_kernel(level, w.type);
-  // A pre-transposed copy (LanePacks) serves whole 16-row groups: row ranges that start on one.
+  // A packed copy (LanePacks) serves whole 16-row groups: row ranges that start on one.
   const uint8_t* lanes = nullptr;
 #if defined(__x86_64__) || defined(_M_X64)
   if (w.lanes && level == SimdLevel::Avx512 && row_begin % 16 == 0 && cpu::lane_packable(w.type)) {

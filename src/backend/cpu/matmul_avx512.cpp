@@ -476,7 +476,7 @@ void gemm_lanes32(const GemmTile& t) {
 }
 
 // ---- Q8_0: the same bits at every batch size -------------------------------------------------
-// For matrices that stay in the caches (the tiny model's), one to kQ8_0RowsMaxBatch activation
+// On raw rows (matrices LanePacks did not copy), one to kQ8_0RowsMaxBatch activation
 // rows (decode, short verify batches) get the lane kernel's arithmetic: per row, the block's
 // exact int32 dot S_i and acc = fma(float(S_i), d_i * dy_i, acc) over the blocks in order from 0
 // (lanes32_compute). Here without the 16-row transposes: a zmm holds the 32 codes of rows j and
