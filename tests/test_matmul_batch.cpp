@@ -82,15 +82,17 @@ TEST_P(MatmulBatch, EveryRowEqualsBatchOneBitForBit) {
   set_simd_level(saved);
 }
 
-// LanePacks' copies (every Q4_0, Q5_0 and Q8_0 matrix) give the raw rows' bits at every batch
-// size, row range and thread count; other types are left alone.
+// LanePacks' copies (every Q4_0, Q5_0, Q8_0, Q4_K and Q5_K matrix) give the raw rows' bits at every
+// batch size, row range and thread count; other types are left alone.
 TEST(MatmulBatchLanePacks, PackedEqualTheUnpackedKernelsBitForBit) {
   const SimdLevel saved = simd_level();
   if (!switch_to_avx512(saved)) GTEST_SKIP() << "no AVX-512 VNNI on this CPU";
   ThreadPool pool(3);
   uint32_t seed = 77;
   LanePacks packs;
-  for (const GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0}) {
+  for (const GgmlType t :
+       {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q4_K, GgmlType::Q5_K}) {
+    const int64_t block = type_traits(t).block_size;
     // odd block counts (32, 736 columns) end the packed groups with a half-used pair
     for (const auto& [cols, rows] : {std::pair<int64_t, int64_t>{32, 1},
                                      {256, 31},
@@ -98,9 +100,11 @@ TEST(MatmulBatchLanePacks, PackedEqualTheUnpackedKernelsBitForBit) {
                                      {512, 256},
                                      {736, 40},
                                      {1024, 100},
+                                     {2560, 17},
                                      {736, 1400}}) {  // over 1 MB
+      if (cols % block != 0) continue;
       const auto data = random_weights(t, rows, cols, seed++);
-      const size_t stride = static_cast<size_t>(cols / 32) * matmul_block_bytes(t);
+      const size_t stride = static_cast<size_t>(cols / block) * matmul_block_bytes(t);
       const WeightView plain{t, data.data(), rows, cols, stride};
       WeightView packed = plain;
       packs.pack(packed);
@@ -133,9 +137,12 @@ TEST(MatmulBatchLanePacks, PackedEqualTheUnpackedKernelsBitForBit) {
   for (const auto& [t, rows] : {std::pair<GgmlType, int64_t>{GgmlType::Q4_0, 24},
                                 {GgmlType::Q4_0, 32},
                                 {GgmlType::Q5_0, 24},
-                                {GgmlType::Q8_0, 24}}) {
-    const int64_t cols = 256, n_expert = 3;
-    const size_t stride = static_cast<size_t>(cols / 32) * matmul_block_bytes(t);
+                                {GgmlType::Q8_0, 24},
+                                {GgmlType::Q4_K, 24},
+                                {GgmlType::Q5_K, 32}}) {
+    const int64_t cols = 512, n_expert = 3;
+    const size_t stride =
+        static_cast<size_t>(cols / type_traits(t).block_size) * matmul_block_bytes(t);
     const auto data = random_weights(t, rows * n_expert, cols, seed++);
     WeightView stack{t, data.data(), rows * n_expert, cols, stride};
     packs.pack(stack);
@@ -157,8 +164,8 @@ TEST(MatmulBatchLanePacks, PackedEqualTheUnpackedKernelsBitForBit) {
     }
   }
   // not packed: another type
-  const auto q4k = random_weights(GgmlType::Q4_K, 64, 256, seed++);
-  WeightView wk{GgmlType::Q4_K, q4k.data(), 64, 256, matmul_block_bytes(GgmlType::Q4_K)};
+  const auto q6k = random_weights(GgmlType::Q6_K, 64, 256, seed++);
+  WeightView wk{GgmlType::Q6_K, q6k.data(), 64, 256, matmul_block_bytes(GgmlType::Q6_K)};
   packs.pack(wk);
   EXPECT_EQ(wk.lanes, nullptr);
   set_simd_level(saved);

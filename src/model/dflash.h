@@ -132,7 +132,7 @@ class DFlashDraft {
   const Gemma4Model& target_;
   DFlashConfig config_;
   std::vector<std::vector<float>> converted_;  // f32 copies of non-f32 vectors
-  LanePacks lane_packs_;                       // packed Q4_0 / Q5_0 / Q8_0 matrices
+  LanePacks lane_packs_;                       // packed Q4_0 / Q5_0 / Q8_0 / Q4_K / Q5_K matrices
   Matrix fc_;                                  // [n_taps*D, D]
   const float* hidden_norm_ = nullptr;         // [D] enc.output_norm
   const float* output_norm_ = nullptr;         // [D]

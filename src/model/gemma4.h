@@ -181,7 +181,7 @@ class Gemma4Model {
   std::unique_ptr<gguf::File> file_;
   Gemma4Config config_;
   std::vector<std::vector<float>> converted_;  // owned f32 copies of non-f32 vectors
-  LanePacks lane_packs_;  // packed Q4_0 / Q5_0 / Q8_0 matrices (WeightView::lanes)
+  LanePacks lane_packs_;  // packed Q4_0 / Q5_0 / Q8_0 / Q4_K / Q5_K matrices (WeightView::lanes)
   // global tensors
   WeightView token_embd_;            // [D, V]
   Matrix output_;                    // [D, V] (token_embd when absent: tied)

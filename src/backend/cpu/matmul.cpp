@@ -279,7 +279,7 @@ void LanePacks::pack(WeightView& w) {
   w.lanes = nullptr;
   w.packs = nullptr;
   if (simd_level() != SimdLevel::Avx512 || !cpu::lane_packable(w.type) || !w.data || w.rows <= 0 ||
-      w.cols <= 0 || w.cols % 32 != 0) {
+      w.cols <= 0 || w.cols % (cpu::lane_pack_words(w.type) ? 256 : 32) != 0) {
     return;
   }
   const size_t total =
@@ -313,7 +313,24 @@ void LanePacks::fill(const WeightView& w, uint8_t* packed) {
   const size_t qs_at = w.type == GgmlType::Q5_0 ? 6 : 2;
   const int code_words = w.type == GgmlType::Q8_0 ? 8 : 4;
   const uint32_t flip = w.type == GgmlType::Q8_0 ? 0x80808080u : 0;  // Q8_0 codes + 128
+  // K-quants: each 16-row group's blocks as transposed words, word w lane r = bytes 4w..4w+3
+  // of row r's block
+  auto pack_words = [&](int64_t g) {
+    uint8_t* group = packed + static_cast<size_t>(g) * group_bytes;
+    const size_t words = block_bytes / 4;
+    for (int64_t i = 0; i < w.cols / 256; ++i) {
+      uint8_t* dest = group + static_cast<size_t>(i) * words * 64;
+      for (int64_t r = 0; r < 16; ++r) {
+        // lanes past the last row repeat it (their results are never stored)
+        const int64_t row = std::min(g * 16 + r, w.rows - 1);
+        const uint8_t* blk =
+            src + static_cast<size_t>(row) * w.row_stride + static_cast<size_t>(i) * block_bytes;
+        for (size_t k = 0; k < words; ++k) std::memcpy(dest + k * 64 + r * 4, blk + 4 * k, 4);
+      }
+    }
+  };
   auto pack_group = [&](int64_t g) {
+    if (cpu::lane_pack_words(w.type)) return pack_words(g);
     uint8_t* group = packed + static_cast<size_t>(g) * group_bytes;
     for (int64_t i = 0; i < nblk; ++i) {
       uint8_t* pair = group + static_cast<size_t>(i / 2) * pair_bytes;

@@ -49,7 +49,8 @@ struct WeightView {
   int64_t rows = 0;
   int64_t cols = 0;
   size_t row_stride = 0;  // bytes between rows (row_size(type, cols) when packed)
-  // The same matrix packed by LanePacks for the AVX-512 lane kernel (Q4_0, Q5_0, Q8_0), or
+  // The same matrix packed by LanePacks for the AVX-512 lane kernels (Q4_0, Q5_0, Q8_0, Q4_K,
+  // Q5_K), or
   // null. Only a view of a whole matrix may carry it: a view moved to other rows (an expert of a
   // stack) must drop it.
   const uint8_t* lanes = nullptr;
@@ -60,12 +61,13 @@ struct WeightView {
 // packed copy (LanePacks) where row0 starts one of its 16-row groups, and drops it otherwise.
 WeightView weight_rows(const WeightView& w, int64_t row0, int64_t n);
 
-// Copies for the AVX-512 lane kernels, made once at load: every Q4_0, Q5_0 and Q8_0 matrix (and
-// expert stack) in 16-row groups, as compact as the file (matmul_internal.h): per 32-column
-// block the 16 rows' codes as zmm words (word q, lane r = 4 code bytes of row r) and their 16
-// f16 scales. The lane kernel then reads each group as one sequential stream without the
-// transposes or shuffles the raw rows need, with the raw rows' arithmetic, bit for bit
-// (llama.cpp repacks Q4_0 at load for the same reason). Costs a copy of those weights in memory
+// Copies for the AVX-512 lane kernels, made once at load: every Q4_0, Q5_0, Q8_0, Q4_K and Q5_K
+// matrix (and expert stack) in 16-row groups, as compact as the file (matmul_internal.h): per
+// 32-column block the 16 rows' codes as zmm words (word q, lane r = 4 code bytes of row r) and
+// their 16 f16 scales; per K-quant super-block its bytes as such words. The lane kernels then
+// read each group as one sequential stream without the transposes or shuffles the raw rows
+// need, with the raw rows' arithmetic, bit for bit (llama.cpp repacks Q4_0 and Q4_K at load for
+// the same reason). Costs a copy of those weights in memory
 // and a pass over them at load; the file's pages of those matrices are then not read again.
 // The copies are made when first needed (ready(): the first CPU session, or the first matmul that
 // reads one), so a model that runs on the GPU costs no memory or load time for them. Owned by
@@ -77,8 +79,8 @@ class LanePacks {
   LanePacks(const LanePacks&) = delete;
   LanePacks& operator=(const LanePacks&) = delete;
   // Sets w.lanes to a packed copy (memory reserved now, filled by ready()) when the AVX-512
-  // level is in use and w is a Q4_0, Q5_0 or Q8_0 matrix; leaves w alone otherwise. w's data
-  // must stay valid until ready() has run.
+  // level is in use and w is a Q4_0, Q5_0, Q8_0, Q4_K or Q5_K matrix; leaves w alone otherwise.
+  // w's data must stay valid until ready() has run.
   void pack(WeightView& w);
   // Fills every copy pack() has promised; thread-safe, cheap once done (matmul calls it before
   // reading a copy).

@@ -15,7 +15,9 @@
 // of Q4_0, Q5_0, Q4_K and Q6_K go to gemv_avx512.cpp, whose kernels compute this arithmetic per
 // row without the transposes (exact int32 block dots, then the same float steps in block order);
 // Q8_0 to gemm_q8_0_rows (the same); the other quantized types take the lane kernel at every batch
-// size. Float weights use the x86 row kernels (matmul_x86_kernels.h) at every batch size.
+// size. Matrices LanePacks copied (Q4_0, Q5_0, Q8_0, Q4_K, Q5_K) take the lane kernels' arithmetic
+// on the copy at every batch size (the end of this file). Float weights use the x86 row kernels
+// (matmul_x86_kernels.h) at every batch size.
 #define BOLTRT_X86_VNNI 1
 #include <cstddef>
 #include <limits>
@@ -604,72 +606,111 @@ void q8k_bsum32_pairs(const GemmTile& t, std::vector<int32_t>& pairs) {
   }
 }
 
-struct Q45KPanel {
-  __m512i codes[8][8];  // [sub-block][word]
-  __m512i scale[8];     // per sub-block, one int32 per row
+// Scales, mins and d / dmin of one Q4_K / Q5_K super-block of 16 rows.
+struct Q45KScales {
+  __m512i scale[8];  // per sub-block, one int32 per row
   __m512i min_pairs[4];
   __m512 d, dmin;
 };
 
-template <bool kFifthBit>
-void q45k_decode(const RowGroup& g, int64_t nsb, Q45KPanel* panel) {
-  constexpr size_t kBytes = kFifthBit ? 176 : 144;
-  constexpr size_t kQs = kFifthBit ? 48 : 16;
+struct Q45KPanel {
+  __m512i codes[8][8];  // [sub-block][word]
+  Q45KScales s;
+};
+
+// A super-block's scales from its first four transposed words (d | dmin, then the 12 scale bytes
+// as words w0, w1, w2).
+inline void q45k_scales(const __m512i* head, Q45KScales& p) {
   const __m512i m6 = _mm512_set1_epi32(0x3f3f3f3f), m4 = _mm512_set1_epi32(0x0f0f0f0f),
                 m2 = _mm512_set1_epi32(0x03030303), byte = _mm512_set1_epi32(0xff),
                 lo16 = _mm512_set1_epi32(0x00ff00ff);
-  for (int64_t i = 0; i < nsb; ++i) {
-    Q45KPanel& p = panel[i];
-    const size_t o = static_cast<size_t>(i) * kBytes;
-    __m512i head[4];  // d | dmin, then the 12 scale bytes as words w0, w1, w2
-    load4x16(g, o, head);
-    p.d = f16_lo(head[0]);
-    p.dmin = f16_hi(head[0]);
-    const __m512i w0 = head[1], w1 = head[2], w2 = head[3];
-    const __m512i sc_lo = _mm512_and_si512(w0, m6);
-    const __m512i sc_hi =
-        _mm512_or_si512(_mm512_and_si512(w2, m4),
-                        _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(w0, 6), m2), 4));
-    const __m512i mn_lo = _mm512_and_si512(w1, m6);
-    const __m512i mn_hi =
-        _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(w2, 4), m4),
-                        _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(w1, 6), m2), 4));
-    for (int s = 0; s < 8; ++s) {
-      p.scale[s] = _mm512_and_si512(_mm512_srli_epi32(s < 4 ? sc_lo : sc_hi, 8 * (s & 3)), byte);
-    }
-    // Mins as int16 pairs (m0,m2), (m1,m3), (m4,m6), (m5,m7) against the bsum32 pairs.
-    p.min_pairs[0] = _mm512_and_si512(mn_lo, lo16);
-    p.min_pairs[1] = _mm512_and_si512(_mm512_srli_epi32(mn_lo, 8), lo16);
-    p.min_pairs[2] = _mm512_and_si512(mn_hi, lo16);
-    p.min_pairs[3] = _mm512_and_si512(_mm512_srli_epi32(mn_hi, 8), lo16);
-    [[maybe_unused]] __m512i qh[8];
+  p.d = f16_lo(head[0]);
+  p.dmin = f16_hi(head[0]);
+  const __m512i w0 = head[1], w1 = head[2], w2 = head[3];
+  const __m512i sc_lo = _mm512_and_si512(w0, m6);
+  const __m512i sc_hi =
+      _mm512_or_si512(_mm512_and_si512(w2, m4),
+                      _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(w0, 6), m2), 4));
+  const __m512i mn_lo = _mm512_and_si512(w1, m6);
+  const __m512i mn_hi =
+      _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(w2, 4), m4),
+                      _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(w1, 6), m2), 4));
+  for (int s = 0; s < 8; ++s) {
+    p.scale[s] = _mm512_and_si512(_mm512_srli_epi32(s < 4 ? sc_lo : sc_hi, 8 * (s & 3)), byte);
+  }
+  // Mins as int16 pairs (m0,m2), (m1,m3), (m4,m6), (m5,m7) against the bsum32 pairs.
+  p.min_pairs[0] = _mm512_and_si512(mn_lo, lo16);
+  p.min_pairs[1] = _mm512_and_si512(_mm512_srli_epi32(mn_lo, 8), lo16);
+  p.min_pairs[2] = _mm512_and_si512(mn_hi, lo16);
+  p.min_pairs[3] = _mm512_and_si512(_mm512_srli_epi32(mn_hi, 8), lo16);
+}
+
+// Codes of sub-blocks 2j (low nibbles) and 2j + 1 (high) from the 8 transposed words of the
+// super-block's qs bytes 32j .. 32j + 31, with Q5_K's fifth bits from its 8 words of qh.
+template <bool kFifthBit>
+inline void q45k_codes(const __m512i* raw, [[maybe_unused]] const __m512i* qh, int j, __m512i* lo,
+                       __m512i* hi) {
+  for (int q = 0; q < 8; ++q) {
+    lo[q] = nibble_lo(raw[q]);
+    hi[q] = nibble_hi(raw[q]);
     if constexpr (kFifthBit) {
-      load4x16(g, o + 16, qh);
-      load4x16(g, o + 32, qh + 4);
-    }
-    for (int j = 0; j < 4; ++j) {  // 64 elements: sub-blocks 2j (low nibbles) and 2j+1 (high)
-      __m512i raw[8];
-      load4x16(g, o + kQs + 32 * j, raw);
-      load4x16(g, o + kQs + 32 * j + 16, raw + 4);
-      for (int q = 0; q < 8; ++q) {
-        __m512i lo = nibble_lo(raw[q]), hi = nibble_hi(raw[q]);
-        if constexpr (kFifthBit) {
-          const __m512i one = _mm512_set1_epi8(1);
-          lo = _mm512_or_si512(
-              lo, _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(qh[q], 2 * j), one), 4));
-          hi = _mm512_or_si512(
-              hi, _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(qh[q], 2 * j + 1), one), 4));
-        }
-        p.codes[2 * j][q] = lo;
-        p.codes[2 * j + 1][q] = hi;
-      }
+      const __m512i one = _mm512_set1_epi8(1);
+      lo[q] = _mm512_or_si512(
+          lo[q], _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(qh[q], 2 * j), one), 4));
+      hi[q] = _mm512_or_si512(
+          hi[q], _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(qh[q], 2 * j + 1), one), 4));
     }
   }
 }
 
-template <int kNb, size_t kBlockBytes>
+// isum + scale * (codes . the sub-block's 32 activation codes qy), exact in int32
+inline __m512i q45k_sub_block(__m512i isum, const __m512i* codes, __m512i scale, const int8_t* qy) {
+  __m512i dot = _mm512_setzero_si512();
+  for (int q = 0; q < 8; ++q) dot = dpbusd_bcast(dot, codes[q], qy + 4 * q);
+  return _mm512_add_epi32(isum, _mm512_mullo_epi32(dot, scale));
+}
+
+// The float steps of one super-block: acc + isum * d*dy - (mins . bsum32 pairs mp) * dmin*dy.
+inline __m512 q45k_accumulate(__m512 acc, __m512i isum, const Q45KScales& p, const int32_t* mp,
+                              float dy_scalar) {
+  __m512i msum = _mm512_setzero_si512();
+  for (int k = 0; k < 4; ++k)
+    msum = _mm512_dpwssd_epi32(msum, p.min_pairs[k], _mm512_set1_epi32(mp[k]));
+  const __m512 dy = _mm512_set1_ps(dy_scalar);
+  acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(p.d, dy), acc);
+  return _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum), _mm512_mul_ps(p.dmin, dy), acc);
+}
+
+// The panel of a row group's nsb super-blocks; load4(o, out) gives the four transposed words at
+// byte o of the rows (load4x16 on raw rows, four loads from a packed copy).
+template <bool kFifthBit, typename Load4>
+void q45k_decode(Load4&& load4, int64_t nsb, Q45KPanel* panel) {
+  constexpr size_t kBytes = kFifthBit ? 176 : 144;
+  constexpr size_t kQs = kFifthBit ? 48 : 16;
+  for (int64_t i = 0; i < nsb; ++i) {
+    Q45KPanel& p = panel[i];
+    const size_t o = static_cast<size_t>(i) * kBytes;
+    __m512i head[4];
+    load4(o, head);
+    q45k_scales(head, p.s);
+    [[maybe_unused]] __m512i qh[8];
+    if constexpr (kFifthBit) {
+      load4(o + 16, qh);
+      load4(o + 32, qh + 4);
+    }
+    for (int j = 0; j < 4; ++j) {  // 64 elements: sub-blocks 2j (low nibbles) and 2j+1 (high)
+      __m512i raw[8];
+      load4(o + kQs + 32 * j, raw);
+      load4(o + kQs + 32 * j + 16, raw + 4);
+      q45k_codes<kFifthBit>(raw, qh, j, p.codes[2 * j], p.codes[2 * j + 1]);
+    }
+  }
+}
+
+// prefetch(i) as super-block i is computed: the next row group's bytes of it (or nothing)
+template <int kNb, typename Prefetch>
 void q45k_compute(const GemmTile& t, const Q45KPanel* panel, int64_t r0, int64_t b0, __mmask16 mask,
-                  const int32_t* pairs, const RowGroup* pf) {
+                  const int32_t* pairs, Prefetch&& prefetch) {
   const int64_t nsb = t.cols / 256;
   const ActQ8_K* act[kNb];
   __m512 acc[kNb];
@@ -679,30 +720,19 @@ void q45k_compute(const GemmTile& t, const Q45KPanel* panel, int64_t r0, int64_t
     acc[b] = _mm512_setzero_ps();
   }
   for (int64_t i = 0; i < nsb; ++i) {
-    prefetch_block<kBlockBytes>(pf, static_cast<size_t>(i) * kBlockBytes);
+    prefetch(i);
     const Q45KPanel& p = panel[i];
     __m512i isum[kNb];
     BOLTRT_UNROLL
     for (int b = 0; b < kNb; ++b) isum[b] = _mm512_setzero_si512();
     for (int s = 0; s < 8; ++s) {
       BOLTRT_UNROLL
-      for (int b = 0; b < kNb; ++b) {
-        const int8_t* qy = act[b][i].qs + 32 * s;
-        __m512i dot = _mm512_setzero_si512();
-        for (int q = 0; q < 8; ++q) dot = dpbusd_bcast(dot, p.codes[s][q], qy + 4 * q);
-        isum[b] = _mm512_add_epi32(isum[b], _mm512_mullo_epi32(dot, p.scale[s]));
-      }
+      for (int b = 0; b < kNb; ++b)
+        isum[b] = q45k_sub_block(isum[b], p.codes[s], p.s.scale[s], act[b][i].qs + 32 * s);
     }
     BOLTRT_UNROLL
-    for (int b = 0; b < kNb; ++b) {
-      const int32_t* mp = pairs + ((b0 + b) * nsb + i) * 4;
-      __m512i msum = _mm512_setzero_si512();
-      for (int k = 0; k < 4; ++k)
-        msum = _mm512_dpwssd_epi32(msum, p.min_pairs[k], _mm512_set1_epi32(mp[k]));
-      const __m512 dy = _mm512_set1_ps(act[b][i].d);
-      acc[b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[b]), _mm512_mul_ps(p.d, dy), acc[b]);
-      acc[b] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum), _mm512_mul_ps(p.dmin, dy), acc[b]);
-    }
+    for (int b = 0; b < kNb; ++b)
+      acc[b] = q45k_accumulate(acc[b], isum[b], p.s, pairs + ((b0 + b) * nsb + i) * 4, act[b][i].d);
   }
   BOLTRT_UNROLL
   for (int b = 0; b < kNb; ++b) store_rows(t, b0 + b, r0, mask, acc[b]);
@@ -715,10 +745,15 @@ void gemm_q45k(const GemmTile& t) {
   const int64_t nsb = t.cols / 256;
   Q45KPanel* panel = panel_buffer<Q45KPanel>(static_cast<size_t>(nsb));
   for_groups(
-      t, [&](const RowGroup& g) { q45k_decode<kFifthBit>(g, nsb, panel); },
+      t,
+      [&](const RowGroup& g) {
+        q45k_decode<kFifthBit>([&](size_t o, __m512i* out) { load4x16(g, o, out); }, nsb, panel);
+      },
       [&](auto nb, int64_t r0, int64_t b0, __mmask16 mask, const RowGroup* pf) {
-        q45k_compute<decltype(nb)::value, kFifthBit ? 176 : 144>(t, panel, r0, b0, mask,
-                                                                 pairs.data(), pf);
+        constexpr size_t kBytes = kFifthBit ? 176 : 144;
+        q45k_compute<decltype(nb)::value>(t, panel, r0, b0, mask, pairs.data(), [&](int64_t i) {
+          prefetch_block<kBytes>(pf, static_cast<size_t>(i) * kBytes);
+        });
       });
 }
 
@@ -1194,6 +1229,109 @@ void gemm_packed(const GemmTile& t) {
   }
 }
 
+// Q4_K / Q5_K packed: each super-block of the 16 rows is its bytes as transposed words (word w
+// lane r = bytes 4w .. 4w + 3 of row r's block, matmul_internal.h), so the words load4x16 builds
+// with 16 loads and 20 shuffles are one aligned load; the codes are decoded a sub-block pair at a
+// time next to their dot products (the raw path decodes a whole row group into a panel first).
+// The same int32 sums and the same float steps as q45k_compute: the same bits.
+template <int kNb, bool kFifthBit>
+void q45k_packed_compute(const GemmTile& t, const uint8_t* group, int64_t r0, int64_t b0,
+                         __mmask16 mask, const int32_t* pairs) {
+  constexpr size_t kWords = (kFifthBit ? 176 : 144) / 4;
+  constexpr size_t kQsWord = kFifthBit ? 12 : 4;  // Q5_K: words 4..11 are its qh
+  const int64_t nsb = t.cols / 256;
+  const ActQ8_K* act[kNb];
+  __m512 acc[kNb];
+  BOLTRT_UNROLL
+  for (int b = 0; b < kNb; ++b) {
+    act[b] = reinterpret_cast<const ActQ8_K*>(t.a + (b0 + b) * t.a_stride);
+    acc[b] = _mm512_setzero_ps();
+  }
+  for (int64_t i = 0; i < nsb; ++i) {
+    const uint8_t* sb = group + static_cast<size_t>(i) * kWords * 64;
+    auto word = [&](size_t w) { return _mm512_load_si512(sb + 64 * w); };
+    __m512i head[4];
+    for (int w = 0; w < 4; ++w) head[w] = word(static_cast<size_t>(w));
+    Q45KScales p;
+    q45k_scales(head, p);
+    [[maybe_unused]] __m512i qh[8];
+    if constexpr (kFifthBit) {
+      for (int q = 0; q < 8; ++q) qh[q] = word(4 + static_cast<size_t>(q));
+    }
+    __m512i isum[kNb];
+    BOLTRT_UNROLL
+    for (int b = 0; b < kNb; ++b) isum[b] = _mm512_setzero_si512();
+    for (int j = 0; j < 4; ++j) {
+      __m512i raw[8], lo[8], hi[8];
+      for (int q = 0; q < 8; ++q) raw[q] = word(kQsWord + 8 * static_cast<size_t>(j) + q);
+      q45k_codes<kFifthBit>(raw, qh, j, lo, hi);
+      BOLTRT_UNROLL
+      for (int b = 0; b < kNb; ++b) {
+        const int8_t* qy = act[b][i].qs + 64 * j;
+        isum[b] = q45k_sub_block(isum[b], lo, p.scale[2 * j], qy);
+        isum[b] = q45k_sub_block(isum[b], hi, p.scale[2 * j + 1], qy + 32);
+      }
+    }
+    BOLTRT_UNROLL
+    for (int b = 0; b < kNb; ++b)
+      acc[b] = q45k_accumulate(acc[b], isum[b], p, pairs + ((b0 + b) * nsb + i) * 4, act[b][i].d);
+  }
+  BOLTRT_UNROLL
+  for (int b = 0; b < kNb; ++b) store_rows(t, b0 + b, r0, mask, acc[b]);
+}
+
+// Up to kQ45KPackedDirect activation rows decode each sub-block pair next to its dot products;
+// larger batches decode the group's panel once (from the packed words: no transposes) and reuse
+// it for every 8 rows. One thread against the raw rows (bench_matmul --cpu-time, E4B shapes):
+// Q4_K direct 1.05-1.8x at batch 1, 1.2-1.4x at 2, 1.5-2x at 4, but 0.75-0.9x at 8 and 128
+// (every 8 rows decode again, and 8 rows' sums, codes and scales do not fit the registers);
+// Q5_K (eight more registers of fifth bits) 2x at batch 1, 1.2x at 2, 0.85-1.05x at 4.
+template <bool kFifthBit>
+constexpr int64_t kQ45KPackedDirect = kFifthBit ? 2 : 4;
+
+template <bool kFifthBit>
+void gemm_q45k_packed(const GemmTile& t) {
+  thread_local std::vector<int32_t> pairs;
+  q8k_bsum32_pairs(t, pairs);
+  const GgmlType type = kFifthBit ? GgmlType::Q5_K : GgmlType::Q4_K;
+  const size_t group_bytes = lane_pack_group_bytes(type, t.cols);
+  const int64_t nsb = t.cols / 256;
+  constexpr size_t kSbBytes = (kFifthBit ? 176 : 144) * 16;
+  const bool direct = t.n_act <= kQ45KPackedDirect<kFifthBit>;
+  Q45KPanel* panel = direct ? nullptr : panel_buffer<Q45KPanel>(static_cast<size_t>(nsb));
+  for (int64_t r0 = 0; r0 < t.n_rows; r0 += 16) {
+    const int64_t n = std::min<int64_t>(16, t.n_rows - r0);
+    const auto mask = static_cast<__mmask16>((1u << n) - 1);
+    const uint8_t* group = t.lanes + static_cast<size_t>(r0 / 16) * group_bytes;
+    if (!direct) {
+      q45k_decode<kFifthBit>(
+          [&](size_t o, __m512i* out) {
+            for (size_t k = 0; k < 4; ++k) out[k] = _mm512_load_si512(group + (o / 4 + k) * 64);
+          },
+          nsb, panel);
+    }
+    // the next group's super-block i into L2 as this group's i is computed (the first 8
+    // activation rows), as the raw rows' kernel does
+    const uint8_t* next = r0 + 16 < t.n_rows ? group + group_bytes : nullptr;
+    for (int64_t b0 = 0; b0 < t.n_act; b0 += 8) {
+      const uint8_t* pf = b0 == 0 ? next : nullptr;
+      dispatch_nb(std::min<int64_t>(8, t.n_act - b0), [&](auto nb) {
+        constexpr int kNb = decltype(nb)::value;
+        if (direct) {
+          q45k_packed_compute<kNb, kFifthBit>(t, group, r0, b0, mask, pairs.data());
+        } else {
+          q45k_compute<kNb>(t, panel, r0, b0, mask, pairs.data(), [&](int64_t i) {
+            if (pf == nullptr) return;
+            const uint8_t* sb = pf + static_cast<size_t>(i) * kSbBytes;
+            for (size_t o = 0; o < kSbBytes; o += 64)
+              __asm__ volatile("prefetcht1 %0" : : "m"(sb[o]));
+          });
+        }
+      });
+    }
+  }
+}
+
 void avx512_gemm_lane_packed(const GemmTile& t) {
   switch (t.type) {
     case GgmlType::Q4_0:
@@ -1202,6 +1340,10 @@ void avx512_gemm_lane_packed(const GemmTile& t) {
       return gemm_packed<LaneQ5_0, GgmlType::Q5_0>(t);
     case GgmlType::Q8_0:
       return gemm_packed<LaneQ8_0, GgmlType::Q8_0>(t);
+    case GgmlType::Q4_K:
+      return gemm_q45k_packed<false>(t);
+    case GgmlType::Q5_K:
+      return gemm_q45k_packed<true>(t);
     default:
       fail("matmul: no packed lane kernel for {}", type_traits(t.type).name);
   }

@@ -52,17 +52,25 @@ struct GemmTile {
   const uint8_t* lanes = nullptr;
 };
 
-// LanePacks' layout for the AVX-512 lane kernel, as compact as the file's blocks: per 16-row
-// group, the 32-column blocks in pairs (2p, 2p + 1), each pair 64-byte aligned: block 2p's codes
-// (and fifth bits), block 2p + 1's, then the 16 rows' f16 scales d of 2p and of 2p + 1 (32 bytes
-// each). Codes are zmm words, word q lane r = 4 code bytes of row r:
-//   Q4_0: 4 words of the file's qs bytes 4q..4q+3 (elements 4q..4q+3 in the low nibbles,
-//         4q+16..4q+19 in the high ones): 256 bytes;
-//   Q5_0: those 4 words, then one word of the rows' 32-bit qh: 320 bytes;
-//   Q8_0: 8 words of codes 4q..4q+3 + 128 (unsigned, for vpdpbusd): 512 bytes.
-// A group of an odd number of blocks ends with a half-used pair.
+// LanePacks' layouts for the AVX-512 lane kernels, as compact as the file's blocks, 64-byte
+// aligned, per 16-row group:
+// - Q4_0, Q5_0, Q8_0: the 32-column blocks in pairs (2p, 2p + 1), each pair 64-byte aligned:
+//   block 2p's codes (and fifth bits), block 2p + 1's, then the 16 rows' f16 scales d of 2p and
+//   of 2p + 1 (32 bytes each). Codes are zmm words, word q lane r = 4 code bytes of row r:
+//     Q4_0: 4 words of the file's qs bytes 4q..4q+3 (elements 4q..4q+3 in the low nibbles,
+//           4q+16..4q+19 in the high ones): 256 bytes;
+//     Q5_0: those 4 words, then one word of the rows' 32-bit qh: 320 bytes;
+//     Q8_0: 8 words of codes 4q..4q+3 + 128 (unsigned, for vpdpbusd): 512 bytes.
+//   A group of an odd number of blocks ends with a half-used pair.
+// - Q4_K, Q5_K: per 256-column super-block, the file's block bytes as zmm words, word w lane r =
+//   bytes 4w..4w+3 of row r's block (36 words for Q4_K, 44 for Q5_K: 2,304 / 2,816 bytes).
 constexpr bool lane_packable(GgmlType type) {
-  return type == GgmlType::Q4_0 || type == GgmlType::Q5_0 || type == GgmlType::Q8_0;
+  return type == GgmlType::Q4_0 || type == GgmlType::Q5_0 || type == GgmlType::Q8_0 ||
+         type == GgmlType::Q4_K || type == GgmlType::Q5_K;
+}
+// the K-quant layout: whole blocks as transposed words
+constexpr bool lane_pack_words(GgmlType type) {
+  return type == GgmlType::Q4_K || type == GgmlType::Q5_K;
 }
 constexpr size_t lane_pack_code_bytes(GgmlType type) {
   return type == GgmlType::Q8_0 ? 512 : type == GgmlType::Q5_0 ? 320 : 256;
@@ -71,6 +79,9 @@ constexpr size_t lane_pack_pair_bytes(GgmlType type) {
   return 2 * (lane_pack_code_bytes(type) + 16 * 2);
 }
 inline size_t lane_pack_group_bytes(GgmlType type, int64_t cols) {
+  if (lane_pack_words(type)) {
+    return static_cast<size_t>(cols / 256) * (type == GgmlType::Q5_K ? 176 : 144) * 16;
+  }
   return static_cast<size_t>((cols / 32 + 1) / 2) * lane_pack_pair_bytes(type);
 }
 // Tiles with GemmTile::lanes set (matmul_avx512.cpp): the lane kernel's arithmetic, on the
