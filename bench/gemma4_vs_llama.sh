@@ -2,7 +2,13 @@
 # Side-by-side prompt (pp) and generation (tg) throughput of boltrt and llama.cpp's llama-bench on
 # the same synthetic Gemma 4 files and thread count; prints both and the ratios.
 #
-#   bench/gemma4_vs_llama.sh [-t THREADS] [-p N_PROMPT] [-n N_GEN] [-r REPS] [PRESET|FILE ...]
+#   bench/gemma4_vs_llama.sh [-t THREADS] [-p N_PROMPT] [-n N_GEN] [-r REPS] [-a ROUNDS]
+#                            [PRESET|FILE ...]
+#
+# The two tools take turns, ROUNDS times (default 1): boltrt, llama-bench, boltrt, ... each with
+# -r REPS. A host whose speed drifts (a shared VM can change by 2x within minutes) then shows in
+# the spread of the per-round ratios instead of biasing one tool: with ROUNDS > 1 every round is
+# a line and a last line gives the median of each column and the range of the ratios.
 #
 # PRESETs default to "e4b 26b-a4b" (Q4_K_M, written once to $BENCH_DIR, default
 # ~/.cache/boltrt-bench; several GB each, never committed). An argument ending in .gguf is an
@@ -10,10 +16,11 @@
 # (the newest that is not a sanitizer build; or set BOLTRT)
 # and llama-ref (set LLAMA_REF_BIN; tools/setup.sh builds it).
 set -euo pipefail
-threads=2 n_prompt=512 n_gen=128 reps=3
-while getopts "t:p:n:r:" opt; do
+threads=2 n_prompt=512 n_gen=128 reps=3 rounds=1
+while getopts "t:p:n:r:a:" opt; do
   case $opt in
     t) threads=$OPTARG ;; p) n_prompt=$OPTARG ;; n) n_gen=$OPTARG ;; r) reps=$OPTARG ;;
+    a) rounds=$OPTARG ;;
     *) exit 2 ;;
   esac
 done
@@ -53,10 +60,28 @@ for preset in "${presets[@]}"; do
     f="$dir/$preset-q4_k_m.gguf"
     [ -f "$f" ] || "$boltrt" synth --preset "$preset" --type q4_k_m -t "$threads" -o "$f" > /dev/null
   fi
-  read -r bpp btg < <("$boltrt" bench -m "$f" -p "$n_prompt" -n "$n_gen" -t "$threads" -r "$reps" -o json | rates)
-  read -r lpp ltg < <("$ref/llama-bench" -m "$f" -p "$n_prompt" -n "$n_gen" -t "$threads" -r "$reps" -o json 2>/dev/null | rates)
-  python3 -c "
+  rows=()
+  for ((round = 1; round <= rounds; round++)); do
+    read -r bpp btg < <("$boltrt" bench -m "$f" -p "$n_prompt" -n "$n_gen" -t "$threads" -r "$reps" -o json | rates)
+    read -r lpp ltg < <("$ref/llama-bench" -m "$f" -p "$n_prompt" -n "$n_gen" -t "$threads" -r "$reps" -o json 2>/dev/null | rates)
+    rows+=("$bpp $lpp $btg $ltg")
+    label="$preset"
+    [ "$rounds" -gt 1 ] && label="$preset #$round"
+    python3 -c "
 b_pp, l_pp, b_tg, l_tg = $bpp, $lpp, $btg, $ltg
 r = lambda a, b: a / b if b else 0
-print('%-16s %12.2f %12.2f %8.2f %12.2f %12.2f %8.2f' % ('$preset', b_pp, l_pp, r(b_pp, l_pp), b_tg, l_tg, r(b_tg, l_tg)))"
+print('%-16s %12.2f %12.2f %8.2f %12.2f %12.2f %8.2f' % ('$label', b_pp, l_pp, r(b_pp, l_pp), b_tg, l_tg, r(b_tg, l_tg)))"
+  done
+  if [ "$rounds" -gt 1 ]; then
+    printf '%s\n' "${rows[@]}" | python3 -c "
+import statistics, sys
+rows = [[float(x) for x in line.split()] for line in sys.stdin if line.strip()]
+med = [statistics.median(c) for c in zip(*rows)]
+r = lambda a, b: a / b if b else 0
+pp = [r(x[0], x[1]) for x in rows]
+tg = [r(x[2], x[3]) for x in rows]
+print('%-16s %12.2f %12.2f %8.2f %12.2f %12.2f %8.2f   (ratios pp %.2f-%.2f, tg %.2f-%.2f)' % (
+    '$preset median', med[0], med[1], statistics.median(pp), med[2], med[3], statistics.median(tg),
+    min(pp), max(pp), min(tg), max(tg)))"
+  fi
 done
