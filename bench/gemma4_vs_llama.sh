@@ -50,6 +50,20 @@ d = json.load(sys.stdin)
 pp = [t["avg_ts"] for t in d if t["n_prompt"] > 0 and t["n_gen"] == 0]
 tg = [t["avg_ts"] for t in d if t["n_gen"] > 0 and t["n_prompt"] == 0]
 print(pp[0] if pp else 0, tg[0] if tg else 0)'; }
+# One table line from rows "boltrt_pp llama_pp boltrt_tg llama_tg" on stdin: a single row as it
+# is; several (the rounds) as the median of each column and of the ratios, and the ratios' range.
+report() { python3 -c '
+import statistics, sys
+rows = [[float(x) for x in line.split()] for line in sys.stdin if line.strip()]
+r = lambda a, b: a / b if b else 0
+pp = [r(x[0], x[1]) for x in rows]
+tg = [r(x[2], x[3]) for x in rows]
+m = [statistics.median(c) for c in zip(*rows)]
+line = "%-16s %12.2f %12.2f %8.2f %12.2f %12.2f %8.2f" % (
+    sys.argv[1], m[0], m[1], statistics.median(pp), m[2], m[3], statistics.median(tg))
+if len(rows) > 1:
+    line += "   (ratios pp %.2f-%.2f, tg %.2f-%.2f)" % (min(pp), max(pp), min(tg), max(tg))
+print(line)' "$1"; }
 printf "%-16s %12s %12s %8s %12s %12s %8s\n" model "boltrt pp" "llama pp" ratio "boltrt tg" "llama tg" ratio
 for preset in "${presets[@]}"; do
   if [[ "$preset" == *.gguf ]]; then
@@ -66,22 +80,8 @@ for preset in "${presets[@]}"; do
     read -r lpp ltg < <("$ref/llama-bench" -m "$f" -p "$n_prompt" -n "$n_gen" -t "$threads" -r "$reps" -o json 2>/dev/null | rates)
     rows+=("$bpp $lpp $btg $ltg")
     label="$preset"
-    [ "$rounds" -gt 1 ] && label="$preset #$round"
-    python3 -c "
-b_pp, l_pp, b_tg, l_tg = $bpp, $lpp, $btg, $ltg
-r = lambda a, b: a / b if b else 0
-print('%-16s %12.2f %12.2f %8.2f %12.2f %12.2f %8.2f' % ('$label', b_pp, l_pp, r(b_pp, l_pp), b_tg, l_tg, r(b_tg, l_tg)))"
+    if [ "$rounds" -gt 1 ]; then label="$preset #$round"; fi
+    report "$label" <<< "$bpp $lpp $btg $ltg"
   done
-  if [ "$rounds" -gt 1 ]; then
-    printf '%s\n' "${rows[@]}" | python3 -c "
-import statistics, sys
-rows = [[float(x) for x in line.split()] for line in sys.stdin if line.strip()]
-med = [statistics.median(c) for c in zip(*rows)]
-r = lambda a, b: a / b if b else 0
-pp = [r(x[0], x[1]) for x in rows]
-tg = [r(x[2], x[3]) for x in rows]
-print('%-16s %12.2f %12.2f %8.2f %12.2f %12.2f %8.2f   (ratios pp %.2f-%.2f, tg %.2f-%.2f)' % (
-    '$preset median', med[0], med[1], statistics.median(pp), med[2], med[3], statistics.median(tg),
-    min(pp), max(pp), min(tg), max(tg)))"
-  fi
+  if [ "$rounds" -gt 1 ]; then printf '%s\n' "${rows[@]}" | report "$preset median"; fi
 done

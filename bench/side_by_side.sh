@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # boltrt against llama.cpp on the same GGUF file(s) and thread count.
 #
-#   bench/side_by_side.sh -m FILE [-m FILE ...] [-t THREADS] [-p N_PROMPT] [-n N_GEN] [-r REPS] [-a ROUNDS]
+#   bench/side_by_side.sh -m FILE [-m FILE ...] [-t THREADS] [-p N_PROMPT] [-n N_GEN] [-r REPS]
+#                         [-a ROUNDS]
 #     `boltrt bench` and `llama-bench`, with the boltrt/llama ratios of prompt (pp) and
 #     generation (tg) tokens/s (bench/gemma4_vs_llama.sh measures and prints; it also
 #     synthesizes the E4B and 26B-A4B shapes).
@@ -22,7 +23,7 @@ if [ "${1:-}" != "--serve" ]; then
     case $1 in
       -m) files+=("$2"); shift 2 ;;
       -t | -p | -n | -r | -a) pass+=("$1" "$2"); shift 2 ;;
-      *) echo "usage: $0 [--serve] -m FILE [-m FILE ...] [-t N] [-p N] [-n N] [-r N]" >&2; exit 2 ;;
+      *) echo "usage: $0 [--serve] -m FILE [-m FILE ...] [-t N] [-p N] [-n N] [-r N] [-a N]" >&2; exit 2 ;;
     esac
   done
   [ ${#files[@]} -gt 0 ] || { echo "usage: $0 [--serve] -m FILE ... (see the header)" >&2; exit 2; }
