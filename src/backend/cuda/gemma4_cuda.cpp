@@ -12,6 +12,7 @@
 
 #include "backend/cpu/ops.h"
 #include "backend/cuda/cublas_linear.h"
+#include "backend/cuda/device_weights.h"
 #include "backend/cuda/gemma4_math.h"
 #include "gemm_quant.cuh"
 #include "gemv_quant.cuh"
@@ -26,10 +27,6 @@
 namespace boltrt::cuda {
 namespace {
 
-void check(cudaError_t status, const char* what) {
-  if (status != cudaSuccess) fail("CUDA {}: {}", what, cudaGetErrorString(status));
-}
-
 // The context bucket of a token at `pos`: its keys rounded up to a power of two from 256. A
 // decode graph serves one bucket, and the split-KV attention of a token splits its keys as the
 // bucket's graph does, with or without graphs.
@@ -40,41 +37,6 @@ int64_t decode_bucket(int64_t pos) {
 }
 
 constexpr double kMiB = 1024.0 * 1024.0;
-constexpr size_t kAlign = 256;
-
-size_t align_up(size_t n) {
-  return (n + kAlign - 1) / kAlign * kAlign;
-}
-
-std::string mib(size_t bytes) {
-  return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / kMiB);
-}
-
-// A weight matrix in device memory: y[n][rows] = x[n][cols] W^T (times scale).
-struct DeviceMatrix {
-  GgmlType type = GgmlType::F32;
-  const void* data = nullptr;
-  int64_t rows = 0, cols = 0;
-  size_t row_stride = 0;
-  float scale = 1.0f;
-  bool present() const { return data != nullptr; }
-};
-
-// A stack of n_expert matrices of rows x cols in device memory, expert e at data +
-// e * expert_stride (the GGUF's [cols, rows, n_expert] *_exps tensor, uploaded whole). scale:
-// device [n_expert] per-expert output scales, or null.
-struct DeviceExperts {
-  GgmlType type = GgmlType::F32;
-  const void* data = nullptr;
-  int64_t rows = 0, cols = 0;
-  size_t row_stride = 0, expert_stride = 0;
-  const float* scale = nullptr;
-  bool present() const { return data != nullptr; }
-  // rows [row0, row0 + n) of every expert (the gate or up half of a merged gate_up stack)
-  const void* rows_from(int64_t row0) const {
-    return static_cast<const uint8_t*>(data) + static_cast<size_t>(row0) * row_stride;
-  }
-};
 
 }  // namespace
 
@@ -149,108 +111,6 @@ std::string gemma4_unsupported_reason(const Gemma4Model& model) {
 
 namespace {
 
-// Collects every tensor first (to allocate one arena of the exact size and report it), then
-// copies. Host pointers already placed are shared (a tied output head reuses token_embd).
-class Uploader {
- public:
-  // A matrix; types without a Sub32 unpacker become F16 rows.
-  DeviceMatrix* matrix(const WeightView& w, float scale, DeviceMatrix* out) {
-    if (!w.data) return out;
-    out->rows = w.rows;
-    out->cols = w.cols;
-    out->scale = scale;
-    if (kernels::has_sub32_block(static_cast<uint32_t>(w.type))) {
-      out->type = w.type;
-      out->row_stride = w.row_stride;
-      place(w.data, w.row_stride * static_cast<size_t>(w.rows), false, w, &out->data);
-    } else {
-      out->type = GgmlType::F16;
-      out->row_stride = static_cast<size_t>(w.cols) * 2;
-      place(w.data, out->row_stride * static_cast<size_t>(w.rows), true, w, &out->data);
-    }
-    return out;
-  }
-  // A stack of n_expert matrices uploaded as one block (converted to F16 rows like matrix()).
-  void experts(const ExpertMatrices& m, int64_t n_expert, DeviceExperts* out) {
-    if (!m.present()) return;
-    WeightView all = m.first;  // the stack as rows * n_expert rows (checked contiguous)
-    all.rows = m.first.rows * n_expert;
-    out->rows = m.first.rows;
-    out->cols = m.first.cols;
-    const bool convert = !kernels::has_sub32_block(static_cast<uint32_t>(all.type));
-    out->type = convert ? GgmlType::F16 : all.type;
-    out->row_stride = convert ? static_cast<size_t>(all.cols) * 2 : all.row_stride;
-    out->expert_stride = out->row_stride * static_cast<size_t>(out->rows);
-    place(all.data, out->row_stride * static_cast<size_t>(all.rows), convert, all, &out->data);
-    if (!m.scale.empty()) vector(F32Vector{m.scale.data(), n_expert}, &out->scale);
-  }
-  void vector(const F32Vector& v, const float** out) {
-    if (!v.data) return;
-    WeightView none;
-    place(v.data, static_cast<size_t>(v.n) * sizeof(float), false, none,
-          reinterpret_cast<const void**>(out));
-  }
-  size_t total() const { return total_; }
-  int converted() const { return converted_; }
-
-  // Allocates the arena and copies; resolves every pointer handed out.
-  void upload(DeviceBuffer& arena) {
-    arena = DeviceBuffer(total_);
-    std::vector<uint16_t> f16;
-    std::vector<float> row;
-    for (const Item& item : items_) {
-      if (!item.convert) {
-        arena.upload(item.host, item.bytes, item.offset);
-      } else {
-        const WeightView& w = item.view;
-        f16.resize(static_cast<size_t>(w.rows * w.cols));
-        row.resize(static_cast<size_t>(w.cols));
-        for (int64_t r = 0; r < w.rows; ++r) {
-          dequantize_row(
-              w.type, static_cast<const uint8_t*>(w.data) + static_cast<size_t>(r) * w.row_stride,
-              row.data(), w.cols);
-          for (int64_t i = 0; i < w.cols; ++i) {
-            f16[static_cast<size_t>(r * w.cols + i)] = fp32_to_fp16(row[static_cast<size_t>(i)]);
-          }
-        }
-        arena.upload(f16.data(), item.bytes, item.offset);
-      }
-      for (const void** p : item.targets)
-        *p = static_cast<const uint8_t*>(arena.data()) + item.offset;
-    }
-  }
-
- private:
-  struct Item {
-    const void* host;
-    size_t bytes, offset;
-    bool convert;
-    WeightView view;
-    std::vector<const void**> targets;
-  };
-  void place(const void* host, size_t bytes, bool convert, const WeightView& view,
-             const void** target) {
-    auto it = placed_.find(host);
-    if (it != placed_.end() && items_[it->second].convert == convert &&
-        items_[it->second].bytes == bytes) {
-      items_[it->second].targets.push_back(target);
-      return;
-    }
-    placed_[host] = items_.size();
-    items_.push_back({host, bytes, total_, convert, view, {target}});
-    total_ = align_up(total_ + bytes);
-    if (convert) ++converted_;
-  }
-  std::vector<Item> items_;
-  std::map<const void*, size_t> placed_;
-  size_t total_ = 0;
-  int converted_ = 0;
-};
-
-}  // namespace
-
-namespace {
-
 // Hands every tensor of `model` to the uploader, pointers into `w`.
 void collect_weights(const Gemma4Model& model, Gemma4CudaModel::Weights& w, Uploader& up) {
   const Gemma4Config& c = model.config();
@@ -295,10 +155,10 @@ void collect_weights(const Gemma4Model& model, Gemma4CudaModel::Weights& w, Uplo
       up.vector(h.pre_ffw_norm_2, &d.pre_ffw_norm_2);
       up.vector(h.post_ffw_norm_1, &d.post_ffw_norm_1);
       up.vector(h.post_ffw_norm_2, &d.post_ffw_norm_2);
-      up.experts(h.gate_up_exps, c.n_expert, &d.gate_up_exps);
-      up.experts(h.gate_exps, c.n_expert, &d.gate_exps);
-      up.experts(h.up_exps, c.n_expert, &d.up_exps);
-      up.experts(h.down_exps, c.n_expert, &d.down_exps);
+      up.experts(h.gate_up_exps.first, c.n_expert, h.gate_up_exps.scale, &d.gate_up_exps);
+      up.experts(h.gate_exps.first, c.n_expert, h.gate_exps.scale, &d.gate_exps);
+      up.experts(h.up_exps.first, c.n_expert, h.up_exps.scale, &d.up_exps);
+      up.experts(h.down_exps.first, c.n_expert, h.down_exps.scale, &d.down_exps);
     }
     d.output_scale = h.output_scale;
   }
@@ -513,13 +373,6 @@ SessionPlan plan_session(const Gemma4Model& host, const SessionOptions& options)
 
 }  // namespace
 
-std::string device_memory_shortfall(const std::string& what, size_t need, size_t free_bytes,
-                                    size_t total_bytes) {
-  if (need <= free_bytes) return "";
-  return fmt::format("out of device memory: {} need {}, {} of {} free (short by {})", what,
-                     mib(need), mib(free_bytes), mib(total_bytes), mib(need - free_bytes));
-}
-
 SessionMemory gemma4_cuda_session_memory(const Gemma4Model& model, const SessionOptions& options) {
   const SessionPlan plan = plan_session(model, options);
   return {plan.kv_bytes, plan.scratch_bytes};
@@ -675,45 +528,6 @@ std::span<const float> Gemma4CudaSession::decode(std::span<const int32_t> tokens
   }
   return {logits_.data(), logits_.size()};
 }
-
-namespace {
-
-// How batches of n >= kGemmMinBatch rows multiply: on (else GEMV batches), and the cuBLAS
-// GEMM for F16/BF16 matrices when blas is set (its activation scratch: B * max cols halves).
-struct GemmPath {
-  bool on = true;
-  CublasLinear* blas = nullptr;
-  void* blas_scratch = nullptr;
-};
-
-// y[n][rows] = x[n][cols] W^T: for prefill chunks and verify batches (n >= kGemmMinBatch,
-// unless gemm.on is false) cuBLAS for F16/BF16 matrices, the tensor-core GEMM of
-// kernels/gemm_quant_mma.cu for the block formats; else GEMV batches of up to kGemvMaxBatch rows.
-void linear(const DeviceMatrix& m, const float* x, int64_t n, float* y, cudaStream_t stream,
-            const GemmPath& gemm) {
-  if (gemm.on && n >= kernels::kGemmMinBatch && gemm.blas && CublasLinear::supports(m.type)) {
-    gemm.blas->run(m.type, m.data, m.rows, m.cols, m.row_stride, x, n, y, gemm.blas_scratch,
-                   stream);
-    if (m.scale != 1.0f) check(kernels::launch_scale(y, n * m.rows, m.scale, stream), "scale");
-    return;
-  }
-  if (gemm.on && n >= kernels::kGemmMinBatch) {
-    check(kernels::launch_gemm_quant(static_cast<uint32_t>(m.type), m.data, m.rows, m.cols,
-                                     m.row_stride, x, n, y, stream),
-          "gemm");
-    if (m.scale != 1.0f) check(kernels::launch_scale(y, n * m.rows, m.scale, stream), "scale");
-    return;
-  }
-  for (int64_t b = 0; b < n; b += kernels::kGemvMaxBatch) {
-    const int batch = static_cast<int>(std::min<int64_t>(kernels::kGemvMaxBatch, n - b));
-    check(kernels::launch_gemv_quant(static_cast<uint32_t>(m.type), m.data, m.rows, m.cols,
-                                     m.row_stride, x + b * m.cols, batch, y + b * m.rows, stream),
-          "gemv");
-  }
-  if (m.scale != 1.0f) check(kernels::launch_scale(y, n * m.rows, m.scale, stream), "scale");
-}
-
-}  // namespace
 
 void Gemma4CudaSession::forward(const int32_t* tokens, int64_t n, int64_t pos0, bool all_logits,
                                 float* logits) {

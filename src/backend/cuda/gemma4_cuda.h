@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/device_weights.h"
 #include "model/gemma4_session.h"
 #include "runtime/language_model.h"
 
@@ -45,11 +46,6 @@ SessionMemory gemma4_cuda_session_memory(const Gemma4Model& model, const Session
 // Device bytes the weights of `model` take on the device (what Gemma4CudaModel allocates; no
 // device needed).
 size_t gemma4_cuda_weight_bytes(const Gemma4Model& model);
-
-// "" when need <= free_bytes, else the one-line error: "out of device memory: <what> need N MiB,
-// F MiB of T MiB free (short by S MiB)".
-std::string device_memory_shortfall(const std::string& what, size_t need, size_t free_bytes,
-                                    size_t total_bytes);
 
 class Gemma4CudaModel {
  public:
