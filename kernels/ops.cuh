@@ -1,8 +1,9 @@
-// Launchers of the Gemma 4 decode kernels, one op per .cu file in this directory. All pointers
-// are device memory; every launcher queues its work on `stream` and returns the launch status
-// (cudaGetLastError). Shapes are row-major: [rows][n] means rows of n contiguous values.
-// The scalar math lives in backend/cuda/gemma4_math.h (checked on the CPU by test_cuda_math);
-// each launcher is checked against the CPU backend by test_cuda_ops.
+// Launchers of the model kernels (Gemma 4, Qwen3.5), one op per .cu file in this directory. All
+// pointers are device memory; every launcher queues its work on `stream` and returns the launch
+// status (cudaGetLastError). Shapes are row-major: [rows][n] means rows of n contiguous values. The
+// scalar math lives in backend/cuda/gemma4_math.h (checked on the CPU by test_cuda_math); each
+// launcher is checked against the CPU backend by test_cuda_ops (the Qwen3.5 ones by
+// test_cuda_qwen35_ops).
 #pragma once
 #include <cuda_runtime.h>
 
@@ -54,6 +55,9 @@ cudaError_t launch_embed_rows(uint32_t type, const void* table, size_t row_strid
 cudaError_t launch_ple_mix(float* proj, const float* tok, const float* w, int64_t rows, int64_t P,
                            float proj_scale, float tok_scale, float mix_scale, float eps,
                            cudaStream_t stream);
+
+// add.cu: y[i] += x[i] for i < n (residual connections).
+cudaError_t launch_add(const float* x, int64_t n, float* y, cudaStream_t stream);
 
 // scale.cu: x[i] *= s for i < n.
 cudaError_t launch_scale(float* x, int64_t n, float s, cudaStream_t stream);
@@ -128,5 +132,52 @@ cudaError_t launch_moe_combine(const float* y, const float* weights, int64_t n_t
 // i < n (the activations of a cuBLAS GEMM over F16/BF16 weights).
 cudaError_t launch_convert_activations(const float* x, int64_t n, bool bf16, uint16_t* out,
                                        cudaStream_t stream);
+
+// --- Qwen3.5: gated attention and Gated DeltaNet layers (shared/docs/qwen35.md §4) ---
+
+// split_halves.cu: x [rows][2][n] -> a [rows][n] (first halves), b [rows][n] (second halves).
+cudaError_t launch_split_halves(const float* x, int64_t rows, int64_t n, float* a, float* b,
+                                cudaStream_t stream);
+
+// silu_mul.cu: out[i] = silu(gate[i]) * x[i] for i < n, silu(g) = g / (1 + e^-g) (out may
+// alias gate or x). SwiGLU (gate, up) and the gated RMSNorm's gate (z, normed output).
+cudaError_t launch_silu_mul(const float* gate, const float* x, int64_t n, float* out,
+                            cudaStream_t stream);
+
+// sigmoid_mul.cu: x[i] *= sigmoid(gate[i]) for i < n.
+cudaError_t launch_sigmoid_mul(const float* gate, int64_t n, float* x, cudaStream_t stream);
+
+// causal_conv1d.cu: depthwise causal conv over time, then SiLU (cpu::causal_conv1d + SiLU).
+//   m, u [n_tokens][channels]; w [channels][kc] (tap kc-1 = the current token);
+//   state [channels][kc-1], the last kc-1 inputs per channel, oldest first, read and updated.
+// u[t][c] = silu(sum_j w[c][j] * input(t - (kc-1) + j)[c]), inputs before token 0 from state.
+// kc in [1, 64]; u must not alias m.
+cudaError_t launch_causal_conv1d_silu(const float* m, int64_t n_tokens, int64_t channels,
+                                      int64_t kc, const float* w, float* state, float* u,
+                                      cudaStream_t stream);
+
+// l2_norm.cu: in place, for each token t < n_tokens the first `heads` rows of n values of
+// x + t * token_stride: row /= max(||row||_2, eps) (cpu::l2_norm).
+cudaError_t launch_l2_norm_heads(float* x, int64_t n_tokens, int64_t heads, int64_t n,
+                                 int64_t token_stride, float eps, cudaStream_t stream);
+
+// gdn_gates.cu: per (token, value head), alpha, beta_in, gamma, beta [n_tokens][heads]:
+//   gamma = softplus(alpha + dt_bias[h]) * ssm_a[h],  beta = sigmoid(beta_in)  (cpu::gdn_gates)
+cudaError_t launch_gdn_gates(const float* alpha, const float* beta_in, const float* dt_bias,
+                             const float* ssm_a, int64_t n_tokens, int64_t heads, float* gamma,
+                             float* beta, cudaStream_t stream);
+
+// delta_rule.cu: the gated delta rule, token by token (cpu::delta_rule_recurrent), for every
+// value head h < n_v_heads (paired with key head h mod n_k_heads) of one sequence:
+//   u [n_tokens][token_stride]: token t's q heads at q_offset, k heads at k_offset (n_k_heads
+//   rows of dk each, already L2-normalised), v heads at v_offset (n_v_heads rows of dv);
+//   gamma, beta [n_tokens][n_v_heads]; state [n_v_heads][dk][dv], read and advanced;
+//   out [n_tokens][n_v_heads][dv] = scale * S^T q on the updated state. dk <= 4096,
+//   n_v_heads <= 65535.
+cudaError_t launch_delta_rule(const float* u, int64_t n_tokens, int64_t token_stride,
+                              int64_t q_offset, int64_t k_offset, int64_t v_offset,
+                              int64_t n_k_heads, int64_t n_v_heads, int64_t dk, int64_t dv,
+                              const float* gamma, const float* beta, float scale, float* state,
+                              float* out, cudaStream_t stream);
 
 }  // namespace boltrt::kernels

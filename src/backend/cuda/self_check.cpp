@@ -1,5 +1,5 @@
-// The CUDA self-check: the kernels a Gemma 4 model needs, run on small shapes on the device and
-// compared with references computed here on the CPU in double precision from the same
+// The CUDA self-check: the kernels a Gemma 4 or Qwen3.5 model needs, run on small shapes on the
+// device and compared with references computed here on the CPU in double precision from the same
 // (dequantized) inputs. On a real GPU the quick form runs the first time a process uses the
 // device (resolve_device, ~100 kernel launches on shapes of a few KiB: well under the 200 ms
 // budget); a mismatch refuses the device. `boltrt selftest --device cuda` runs the full form
@@ -141,6 +141,91 @@ struct Checker {
             download(dy, want.size()), 4e-3);
   }
 
+  // Qwen3.5's Gated DeltaNet ops: the causal conv1d + SiLU over a carried window, and the
+  // delta rule (dk = dv = d; 128 takes the register-column kernel, as every released model does)
+  // over two calls that carry the state, against double-precision recurrences.
+  void gated_delta_net(int64_t d) {
+    {
+      const int64_t C = 96, kc = 4, n = 5;
+      const std::vector<float> m = random(static_cast<size_t>(n * C)), w = random(C * kc, 0.5f);
+      const std::vector<float> window = random(static_cast<size_t>(C * (kc - 1)));
+      const DeviceBuffer dm = upload(m), dw = upload(w), dstate = upload(window);
+      DeviceBuffer du(static_cast<size_t>(n * C) * 4);
+      check_launch(kernels::launch_causal_conv1d_silu(static_cast<const float*>(dm.data()), n, C,
+                                                      kc, static_cast<const float*>(dw.data()),
+                                                      static_cast<float*>(dstate.data()),
+                                                      static_cast<float*>(du.data()), nullptr),
+                   "causal conv1d");
+      std::vector<double> want(static_cast<size_t>(n * C));
+      for (int64_t c = 0; c < C; ++c) {
+        for (int64_t t = 0; t < n; ++t) {
+          double acc = 0;
+          for (int64_t j = 0; j < kc; ++j) {
+            const int64_t src = t - (kc - 1) + j;
+            const double x =
+                src < 0 ? window[size_t(c * (kc - 1) + (kc - 1) + src)] : m[size_t(src * C + c)];
+            acc += double(w[size_t(c * kc + j)]) * x;
+          }
+          want[size_t(t * C + c)] = acc / (1.0 + std::exp(-acc));
+        }
+      }
+      compare("causal conv1d + SiLU, 96 channels, 4 taps", want, download(du, want.size()), 1e-4);
+    }
+    const int64_t Hk = 1, Hv = 2, n = 3, C = 2 * Hk * d + Hv * d;
+    std::vector<double> S(static_cast<size_t>(Hv * d * d), 0.0);
+    DeviceBuffer dstate = upload(std::vector<float>(S.size(), 0.0f));
+    for (int call = 0; call < 2; ++call) {
+      std::vector<float> u = random(static_cast<size_t>(n * C));
+      for (int64_t t = 0; t < n; ++t) {  // unit q and k rows, as the layer feeds them
+        for (int64_t r = 0; r < 2 * Hk; ++r) {
+          double sum = 0;
+          for (int64_t i = 0; i < d; ++i)
+            sum += double(u[size_t(t * C + r * d + i)]) * u[size_t(t * C + r * d + i)];
+          for (int64_t i = 0; i < d; ++i)
+            u[size_t(t * C + r * d + i)] /= static_cast<float>(std::sqrt(sum));
+        }
+      }
+      std::vector<float> g = random(static_cast<size_t>(n * Hv), 0.3f);
+      std::vector<float> beta = random(g.size());
+      for (float& x : g) x = -std::fabs(x);
+      for (float& x : beta) x = 1.0f / (1.0f + std::exp(-x));  // write strengths in (0, 1)
+      const DeviceBuffer du = upload(u), dg = upload(g), db = upload(beta);
+      DeviceBuffer out(static_cast<size_t>(n * Hv * d) * 4);
+      const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+      check_launch(
+          kernels::launch_delta_rule(
+              static_cast<const float*>(du.data()), n, C, 0, Hk * d, 2 * Hk * d, Hk, Hv, d, d,
+              static_cast<const float*>(dg.data()), static_cast<const float*>(db.data()), scale,
+              static_cast<float*>(dstate.data()), static_cast<float*>(out.data()), nullptr),
+          "delta rule");
+      std::vector<double> want(static_cast<size_t>(n * Hv * d));
+      for (int64_t h = 0; h < Hv; ++h) {
+        double* s = S.data() + h * d * d;
+        const int64_t key = h % Hk;
+        for (int64_t t = 0; t < n; ++t) {
+          const float* q = u.data() + t * C + key * d;
+          const float* k = u.data() + t * C + Hk * d + key * d;
+          const float* v = u.data() + t * C + 2 * Hk * d + h * d;
+          const double decay = std::exp(double(g[size_t(t * Hv + h)]));
+          for (int64_t x = 0; x < d * d; ++x) s[x] *= decay;
+          for (int64_t j = 0; j < d; ++j) {
+            double kv = 0;
+            for (int64_t i = 0; i < d; ++i) kv += s[i * d + j] * k[i];
+            const double delta = beta[size_t(t * Hv + h)] * (v[j] - kv);
+            for (int64_t i = 0; i < d; ++i) s[i * d + j] += k[i] * delta;
+          }
+          for (int64_t j = 0; j < d; ++j) {
+            double o = 0;
+            for (int64_t i = 0; i < d; ++i) o += s[i * d + j] * q[i];
+            want[size_t(t * Hv * d + h * d + j)] = o * scale;
+          }
+        }
+      }
+      compare(fmt::format("delta rule, state {}x{}, call {} of 2", d, d, call + 1), want,
+              download(out, want.size()), 1e-4);
+    }
+  }
+
   void rms_norm() {
     const int64_t rows = 3, n = 320;
     const std::vector<float> x = random(static_cast<size_t>(rows * n)), w = random(n);
@@ -256,7 +341,9 @@ SelfCheckReport self_check(bool full) {
   }
   c.attention(kernels::KvFormat::kF16, false);
   c.attention(kernels::KvFormat::kF16, true);
+  c.gated_delta_net(full ? 128 : 32);
   if (full) {
+    c.gated_delta_net(40);  // the kernel that keeps the state in device memory
     c.attention(kernels::KvFormat::kQ8_0, false);
     c.attention(kernels::KvFormat::kQ8_0, true);
   }
