@@ -6,10 +6,12 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "backend/device.h"
 #include "model/gemma4_synth.h"
+#include "model/qwen35_synth.h"
 #include "support/paths.h"
 #include "util/error.h"
 #if defined(BOLTRT_CUDA_EMULATOR)
@@ -86,11 +88,13 @@ class CudaDeviceModel : public ::testing::Test {
     dir_ = test::scratch_dir("cuda_device");
     path_ = dir_ + "/tiny.gguf";
     model::write_gemma4_synth(model::gemma4_preset("tiny"), {}, path_);
+    qwen35_path_ = dir_ + "/tiny-qwen35.gguf";
+    model::write_qwen35_synth(model::qwen35_preset("tiny"), {}, qwen35_path_);
   }
   static void TearDownTestSuite() { std::filesystem::remove_all(dir_); }
-  static std::string dir_, path_;
+  static std::string dir_, path_, qwen35_path_;
 };
-std::string CudaDeviceModel::dir_, CudaDeviceModel::path_;
+std::string CudaDeviceModel::dir_, CudaDeviceModel::path_, CudaDeviceModel::qwen35_path_;
 
 TEST_F(CudaDeviceModel, ApiDeviceOption) {
   ModelOptions options;
@@ -123,27 +127,44 @@ TEST_F(CudaDeviceModel, ApiDeviceOption) {
   }
 }
 
+// Both architectures with a CUDA runtime (Gemma 4, Qwen3.5): generate, batch and bench take
+// --device; on a device (or the emulator) they run there and report the upload, elsewhere
+// --device cuda is one error line.
 TEST_F(CudaDeviceModel, CliDeviceFlag) {
   const std::string cli = shell_quote(test::cli_path()) + " ";
-  const std::string model = " -m " + shell_quote(path_);
-  for (const char* command : {"generate", "bench"}) {
-    const std::string args = std::string(command) == "generate"
-                                 ? model + " -p hi -n 2 --temp 0 -c 64"
-                                 : model + " -p 4 -n 2 -r 1";
-    const auto cpu = test::run_command_split(cli + command + args + " --device cpu");
-    EXPECT_EQ(cpu.status, 0) << command << ": " << cpu.err;
-    const auto bad = test::run_command_split(cli + command + args + " --device gpu");
-    EXPECT_EQ(bad.status, 2) << command << ": " << bad.err;
-    const auto cuda = test::run_command_split(cli + command + args + " --device cuda");
-    if (cuda_usable()) {
-      EXPECT_EQ(cuda.status, 0) << command << ": " << cuda.err;
-      EXPECT_NE(cuda.err.find("MiB of device memory"), std::string::npos) << cuda.err;
-    } else {
-      EXPECT_EQ(cuda.status, 1) << command << ": " << cuda.err;
-      EXPECT_EQ(
-          cuda.err.rfind("boltrt: error: device cuda requested but no usable CUDA device: ", 0), 0u)
-          << cuda.err;
-      EXPECT_EQ(std::count(cuda.err.begin(), cuda.err.end(), '\n'), 1) << cuda.err;
+  const std::string requests = dir_ + "/requests.jsonl";
+  std::ofstream(requests) << R"({"id": "a", "prompt": "hello", "max_tokens": 3})"
+                          << "\n"
+                          << R"({"id": "b", "prompt": "the cat", "max_tokens": 3})"
+                          << "\n";
+  for (const std::string& path : {path_, qwen35_path_}) {
+    const std::string model = " -m " + shell_quote(path);
+    for (const std::string command : {"generate", "bench", "batch"}) {
+      const std::string args = command == "generate" ? model + " -p hi -n 2 --temp 0 -c 64"
+                               : command == "bench"
+                                   ? model + " -p 4 -n 2 -r 1"
+                                   : model + " --input " + shell_quote(requests) + " --output " +
+                                         shell_quote(dir_ + "/out.jsonl") +
+                                         " --overwrite --temp 0 -c 64 --parallel 2";
+      const auto cpu = test::run_command_split(cli + command + args + " --device cpu");
+      EXPECT_EQ(cpu.status, 0) << command << " " << path << ": " << cpu.err;
+      const auto bad = test::run_command_split(cli + command + args + " --device gpu");
+      EXPECT_EQ(bad.status, 2) << command << ": " << bad.err;
+      const auto cuda = test::run_command_split(cli + command + args + " --device cuda");
+      if (cuda_usable()) {
+        EXPECT_EQ(cuda.status, 0) << command << " " << path << ": " << cuda.err;
+        // generate and bench print the load report; batch its summary
+        EXPECT_NE(cuda.err.find(command == "batch" ? "2 written now" : "MiB of device memory"),
+                  std::string::npos)
+            << cuda.err;
+      } else {
+        EXPECT_EQ(cuda.status, 1) << command << ": " << cuda.err;
+        EXPECT_EQ(
+            cuda.err.rfind("boltrt: error: device cuda requested but no usable CUDA device: ", 0),
+            0u)
+            << cuda.err;
+        EXPECT_EQ(std::count(cuda.err.begin(), cuda.err.end(), '\n'), 1) << cuda.err;
+      }
     }
   }
 }

@@ -7,9 +7,11 @@
 
 #include "gguf/gguf.h"
 #include "model/gemma4.h"
+#include "model/qwen35.h"
 #include "util/error.h"
 #if defined(BOLTRT_HAVE_CUDA)
 #include "backend/cuda/gemma4_cuda.h"
+#include "backend/cuda/qwen35_cuda.h"
 #include "backend/cuda/self_check.h"
 #if defined(BOLTRT_CUDA_EMULATOR)
 #include "backend/cuda_emulator/emulator.h"
@@ -91,29 +93,30 @@ ComputeDevice resolve_device(std::string_view name) {
   return ComputeDevice::kCuda;
 }
 
-ComputeDevice resolve_device(std::string_view name, const Gemma4Model& model) {
+namespace {
+
+// "auto" falls back to the CPU when `reason` (the model's unsupported-layout reason, computed
+// only when CUDA is usable) is not empty; "cuda" then throws it.
+template <class Model, class Reason>
+ComputeDevice resolve_for_model(std::string_view name, const Model& model, Reason reason) {
   const ComputeDevice device = resolve_device(name);
   if (device != ComputeDevice::kCuda) return device;
-#if defined(BOLTRT_HAVE_CUDA)
-  const std::string reason = cuda::gemma4_unsupported_reason(model);
-  if (reason.empty()) return device;
-  if (name == "cuda") fail("{}: cannot run on CUDA: {}", model.file().path(), reason);
-#else
-  (void)model;
-#endif
+  const std::string why = reason(model);
+  if (why.empty()) return device;
+  if (name == "cuda") fail("{}: cannot run on CUDA: {}", model.file().path(), why);
   return ComputeDevice::kCpu;
 }
 
 #if defined(BOLTRT_HAVE_CUDA)
-namespace {
-
-class CudaGemma4Impl : public CudaGemma4 {
+// A model's upload (CudaModel) and its sessions (CudaSession); both runtimes share the report.
+template <class CudaModel, class CudaSession>
+class CudaRuntimeImpl : public CudaRuntime {
  public:
-  explicit CudaGemma4Impl(const Gemma4Model& model)
-      : model_(std::make_shared<cuda::Gemma4CudaModel>(model)) {}
+  template <class HostModel>
+  explicit CudaRuntimeImpl(const HostModel& model) : model_(std::make_shared<CudaModel>(model)) {}
 
   std::unique_ptr<LanguageModel> new_session(const SessionOptions& options) const override {
-    return std::make_unique<cuda::Gemma4CudaSession>(model_, options);
+    return std::make_unique<CudaSession>(model_, options);
   }
 
   std::string describe() const override {
@@ -133,13 +136,12 @@ class CudaGemma4Impl : public CudaGemma4 {
   }
 
  private:
-  std::shared_ptr<const cuda::Gemma4CudaModel> model_;
+  std::shared_ptr<const CudaModel> model_;
 };
-
-}  // namespace
 #endif
 
-std::shared_ptr<const CudaGemma4> load_cuda_gemma4(const Gemma4Model& model) {
+// The checks every upload makes first, and the one line that says the device is emulated.
+void before_upload() {
 #if defined(BOLTRT_HAVE_CUDA)
   if (const std::string why = cuda_unavailable_reason(); !why.empty()) {
     fail("no usable CUDA device: {}", why);
@@ -149,10 +151,46 @@ std::shared_ptr<const CudaGemma4> load_cuda_gemma4(const Gemma4Model& model) {
   static std::once_flag said;
   std::call_once(said, [] { fmt::print(stderr, "boltrt: {}\n", emu::describe()); });
 #endif
-  return std::make_shared<CudaGemma4Impl>(model);
+#else
+  fail("{}", cuda_unavailable_reason());
+#endif
+}
+
+}  // namespace
+
+ComputeDevice resolve_device(std::string_view name, const Gemma4Model& model) {
+#if defined(BOLTRT_HAVE_CUDA)
+  return resolve_for_model(name, model, cuda::gemma4_unsupported_reason);
+#else
+  return resolve_for_model(name, model, [](const Gemma4Model&) { return std::string(); });
+#endif
+}
+
+ComputeDevice resolve_device(std::string_view name, const Qwen35Model& model) {
+#if defined(BOLTRT_HAVE_CUDA)
+  return resolve_for_model(name, model, cuda::qwen35_unsupported_reason);
+#else
+  return resolve_for_model(name, model, [](const Qwen35Model&) { return std::string(); });
+#endif
+}
+
+std::shared_ptr<const CudaRuntime> load_cuda(const Gemma4Model& model) {
+  before_upload();
+#if defined(BOLTRT_HAVE_CUDA)
+  return std::make_shared<CudaRuntimeImpl<cuda::Gemma4CudaModel, cuda::Gemma4CudaSession>>(model);
 #else
   (void)model;
-  fail("{}", cuda_unavailable_reason());
+  return nullptr;
+#endif
+}
+
+std::shared_ptr<const CudaRuntime> load_cuda(const Qwen35Model& model) {
+  before_upload();
+#if defined(BOLTRT_HAVE_CUDA)
+  return std::make_shared<CudaRuntimeImpl<cuda::Qwen35CudaModel, cuda::Qwen35CudaSession>>(model);
+#else
+  (void)model;
+  return nullptr;
 #endif
 }
 

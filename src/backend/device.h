@@ -11,6 +11,7 @@
 namespace boltrt {
 
 class Gemma4Model;
+class Qwen35Model;
 
 enum class ComputeDevice { kCpu, kCuda };
 
@@ -25,15 +26,16 @@ std::string cuda_unavailable_reason();
 // device exists); "auto" (CUDA when usable, else the CPU). Any other name throws.
 ComputeDevice resolve_device(std::string_view name);
 
-// The same for a loaded Gemma 4 model: "auto" also falls back to the CPU when the model's
-// layout cannot run on CUDA (MoE layers, ...); "cuda" then throws naming the reason.
+// The same for a loaded model: "auto" also falls back to the CPU when the model's layout cannot
+// run on CUDA (a head size the kernels lack, ...); "cuda" then throws naming the reason.
 ComputeDevice resolve_device(std::string_view name, const Gemma4Model& model);
+ComputeDevice resolve_device(std::string_view name, const Qwen35Model& model);
 
-// A Gemma 4 model's weights on the CUDA device, and sessions over them.
-class CudaGemma4 {
+// A model's weights on the CUDA device, and sessions over them.
+class CudaRuntime {
  public:
-  virtual ~CudaGemma4() = default;
-  // A sequence decoding on the device (F16 KV cache in device memory).
+  virtual ~CudaRuntime() = default;
+  // A sequence decoding on the device (F16 or Q8_0 KV cache in device memory).
   virtual std::unique_ptr<LanguageModel> new_session(const SessionOptions& options) const = 0;
   // One line for the load report: "CUDA device 0 (NVIDIA H200): weights 4,210 MiB, ...".
   virtual std::string describe() const = 0;
@@ -42,6 +44,7 @@ class CudaGemma4 {
 // Uploads `model` (which must outlive the result) to CUDA device 0. Throws boltrt::Error when
 // the build has no CUDA, the device is unusable, the layout is unsupported, or device memory
 // is short (naming the MiB needed).
-std::shared_ptr<const CudaGemma4> load_cuda_gemma4(const Gemma4Model& model);
+std::shared_ptr<const CudaRuntime> load_cuda(const Gemma4Model& model);
+std::shared_ptr<const CudaRuntime> load_cuda(const Qwen35Model& model);
 
 }  // namespace boltrt

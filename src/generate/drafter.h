@@ -18,7 +18,7 @@ class BlockDrafter {
   virtual ~BlockDrafter() = default;
   // The most tokens one proposal may hold (DFlash: block size - 1).
   virtual int64_t max_draft() const = 0;
-  // Target layers (Gemma4Taps ids) whose hidden states add_context() needs; may be empty.
+  // Target layers (LayerTaps ids) whose hidden states add_context() needs; may be empty.
   virtual std::vector<int32_t> tap_layers() const = 0;
   // Forgets every context row.
   virtual void reset() = 0;

@@ -7,6 +7,7 @@
 
 #include "backend/cpu/ops.h"
 #include "gguf/gguf.h"
+#include "model/qwen35.h"
 #include "quant/dequantize.h"
 #include "util/error.h"
 
@@ -174,16 +175,31 @@ class Binder {
 
 }  // namespace
 
-std::unique_ptr<DFlashDraft> DFlashDraft::load(const std::string& path, const Gemma4Model& target) {
+DFlashTarget::DFlashTarget(const Gemma4Model& model)
+    : n_embd(model.config().n_embd),
+      n_layer(model.config().n_layer),
+      n_vocab(model.config().n_vocab),
+      target_file(&model.file()),
+      head(model.output()) {}
+
+DFlashTarget::DFlashTarget(const Qwen35Model& model)
+    : n_embd(model.config().n_embd),
+      n_layer(model.config().n_layer),
+      n_vocab(model.n_vocab()),
+      target_file(&model.file()),
+      head(model.output()) {}
+
+std::unique_ptr<DFlashDraft> DFlashDraft::load(const std::string& path,
+                                               const DFlashTarget& target) {
   return std::make_unique<DFlashDraft>(gguf::File::open(path), target);
 }
 
 DFlashDraft::~DFlashDraft() = default;
 
-DFlashDraft::DFlashDraft(std::unique_ptr<gguf::File> file, const Gemma4Model& target)
+DFlashDraft::DFlashDraft(std::unique_ptr<gguf::File> file, const DFlashTarget& target)
     : file_(std::move(file)), target_(target), config_(DFlashConfig::from_gguf(*file_)) {
   DFlashConfig& c = config_;
-  const Gemma4Config& t = target.config();
+  const DFlashTarget& t = target;
   const std::string& path = file_->path();
   const int64_t D = c.n_embd;
 
@@ -344,7 +360,7 @@ void DFlashDraft::run_block(const int32_t* tokens, int64_t n, DFlashKv& kv, DFla
   const int64_t D = c.n_embd;
   const int64_t q_dim = c.n_head * c.head_dim;
   const int64_t kv_dim = c.n_head_kv * c.head_dim;
-  const int64_t n_vocab = target_.config().n_vocab;
+  const int64_t n_vocab = target_.n_vocab;
   if (n < 2 || n > c.block_size) {
     fail("dflash draft: block of {} tokens, expected 2..{}", n, c.block_size);
   }
@@ -432,7 +448,7 @@ void DFlashDraft::run_block(const int32_t* tokens, int64_t n, DFlashKv& kv, DFla
 void DFlashDraft::draft(const int32_t* tokens, int64_t n_block, const DFlashKv& kv, float* logits,
                         ThreadPool* pool) const {
   const DFlashConfig& c = config_;
-  const int64_t n_vocab = target_.config().n_vocab;
+  const int64_t n_vocab = target_.n_vocab;
   DFlashKv work = kv;  // run_block appends the block rows for the call
   DFlashScratch ws;
   run_block(tokens, n_block, work, ws, pool);

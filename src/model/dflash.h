@@ -82,17 +82,32 @@ struct DFlashScratch {
   std::vector<float> h, a, o, q, attn, gate, up, logits;
 };
 
+class Qwen35Model;
+
+// What a draft reads from its target model: its sizes, its file (for token_embd when the draft
+// ships none) and its output head. Made from any target architecture (Gemma 4, Qwen3.5:
+// llama.cpp's dflash drafts Qwen3-style backbones for both); the model must outlive the draft.
+struct DFlashTarget {
+  int64_t n_embd = 0, n_layer = 0, n_vocab = 0;
+  const gguf::File* target_file = nullptr;
+  Matrix head;                             // the target's output head (its packed copy included)
+  DFlashTarget(const Gemma4Model& model);  // NOLINT(google-explicit-constructor): a view
+  DFlashTarget(const Qwen35Model& model);  // NOLINT(google-explicit-constructor)
+  const gguf::File& file() const { return *target_file; }
+  const Matrix& output() const { return head; }
+};
+
 class DFlashDraft {
  public:
   // Opens and maps the draft and checks it against the target it will run with.
-  static std::unique_ptr<DFlashDraft> load(const std::string& path, const Gemma4Model& target);
-  DFlashDraft(std::unique_ptr<gguf::File> file, const Gemma4Model& target);
+  static std::unique_ptr<DFlashDraft> load(const std::string& path, const DFlashTarget& target);
+  DFlashDraft(std::unique_ptr<gguf::File> file, const DFlashTarget& target);
   ~DFlashDraft();
 
   const DFlashConfig& config() const { return config_; }
   const gguf::File& file() const { return *file_; }
   const DFlashLayer& layer(int64_t i) const { return layers_.at(static_cast<size_t>(i)); }
-  const Gemma4Model& target() const { return target_; }
+  const DFlashTarget& target() const { return target_; }
   bool has_d2t() const { return !d2t_.empty(); }
 
   // Projects n_rows context rows into every layer's K/V and appends them to kv.
@@ -129,7 +144,7 @@ class DFlashDraft {
   int64_t c_vocab_rows() const { return config_.n_vocab_draft; }
 
   std::unique_ptr<gguf::File> file_;
-  const Gemma4Model& target_;
+  DFlashTarget target_;
   DFlashConfig config_;
   std::vector<std::vector<float>> converted_;  // f32 copies of non-f32 vectors
   LanePacks lane_packs_;                       // packed Q4_0 / Q5_0 / Q8_0 / Q4_K / Q5_K matrices

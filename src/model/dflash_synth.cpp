@@ -12,7 +12,7 @@
 
 namespace boltrt::model {
 
-void write_dflash_synth(const boltrt::Gemma4Config& target, const DFlashSynthOptions& o,
+void write_dflash_synth(const DFlashSynthTarget& target, const DFlashSynthOptions& o,
                         const std::string& path) {
   const int64_t D = target.n_embd;
   std::vector<int32_t> ids = o.target_layer_ids;

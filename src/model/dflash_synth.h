@@ -1,6 +1,6 @@
 // Synthetic DFlash drafts for tests: a complete `dflash` GGUF (as llama.cpp's converter lays it
 // out: keys under dflash.*, target layer ids stored +1, mask token under tokenizer.ggml.*) with
-// deterministic random f32 weights, sized to fit a given Gemma 4 target.
+// deterministic random f32 weights, sized to fit a given target (Gemma 4 or Qwen3.5).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -36,8 +36,17 @@ struct DFlashSynthOptions {
   const gguf::File* tokenizer_from = nullptr;
 };
 
+// The target sizes a draft must fit.
+struct DFlashSynthTarget {
+  int64_t n_embd = 0, n_layer = 0, n_vocab = 0, n_ctx_train = 0;
+  DFlashSynthTarget(const boltrt::Gemma4Config& c)  // NOLINT(google-explicit-constructor)
+      : n_embd(c.n_embd), n_layer(c.n_layer), n_vocab(c.n_vocab), n_ctx_train(c.n_ctx_train) {}
+  DFlashSynthTarget(int64_t embd, int64_t layers, int64_t vocab, int64_t ctx)
+      : n_embd(embd), n_layer(layers), n_vocab(vocab), n_ctx_train(ctx) {}
+};
+
 // Writes the draft to `path`. Throws boltrt::Error on bad options or I/O failure.
-void write_dflash_synth(const boltrt::Gemma4Config& target, const DFlashSynthOptions& options,
+void write_dflash_synth(const DFlashSynthTarget& target, const DFlashSynthOptions& options,
                         const std::string& path);
 
 }  // namespace boltrt::model

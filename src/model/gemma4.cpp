@@ -275,14 +275,14 @@ void embedding_row(const WeightView& table, int32_t token, float* out) {
 
 void Gemma4Model::forward(const int32_t* tokens, int64_t n, int64_t pos0, KvCache& kv,
                           Gemma4Workspace& ws, ThreadPool* pool, float* logits, bool all_logits,
-                          const Gemma4Taps* taps) const {
+                          const LayerTaps* taps) const {
   const Gemma4Sequence one{&kv, pos0, n};
   forward(tokens, std::span<const Gemma4Sequence>(&one, 1), ws, pool, logits, all_logits, taps);
 }
 
 void Gemma4Model::forward(const int32_t* tokens, std::span<const Gemma4Sequence> sequences,
                           Gemma4Workspace& ws, ThreadPool* pool, float* logits, bool all_logits,
-                          const Gemma4Taps* taps) const {
+                          const LayerTaps* taps) const {
   const Gemma4Config& c = config_;
   const int64_t D = c.n_embd, L = c.n_layer, P = c.n_embd_per_layer;
   const float eps = c.rms_eps;
@@ -305,23 +305,10 @@ void Gemma4Model::forward(const int32_t* tokens, std::span<const Gemma4Sequence>
   }
   const int64_t n = static_cast<int64_t>(pos.size());
   if (n == 0) return;
-  if (taps != nullptr) {
-    for (int32_t k : taps->layers) {
-      if (k < 0 || k > L) fail("forward: tap layer {} outside [0, {}]", k, L);
-    }
-    if (!taps->layers.empty() && taps->out == nullptr) fail("forward: taps without an output");
-  }
+  if (taps != nullptr) taps->check(L);
   // Copies the residual stream h [n][D] into every tap slot that asks for the input of layer k.
   auto capture = [&](int64_t k, const float* hs) {
-    if (taps == nullptr) return;
-    const int64_t n_taps = static_cast<int64_t>(taps->layers.size());
-    for (int64_t i = 0; i < n_taps; ++i) {
-      if (taps->layers[static_cast<size_t>(i)] != k) continue;
-      for (int64_t t = 0; t < n; ++t) {
-        std::memcpy(taps->out + (t * n_taps + i) * D, hs + t * D,
-                    static_cast<size_t>(D) * sizeof(float));
-      }
-    }
+    if (taps != nullptr) taps->capture(k, hs, n, D);
   };
   for (int64_t t = 0; t < n; ++t) {
     if (tokens[t] < 0 || tokens[t] >= c.n_vocab) {

@@ -14,6 +14,7 @@
 
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/ops.h"
+#include "model/layer_taps.h"
 #include "model/weights.h"
 #include "runtime/kv_cache.h"
 
@@ -118,16 +119,6 @@ struct Gemma4Sequence {
   int64_t n_tokens = 0;
 };
 
-// Optional capture of hidden states (DFlash KV injection, shared/docs/dflash.md A4): for every
-// token of a forward batch (not only the rows producing logits), the residual stream at the
-// *input* of each listed layer (id k: after layer k-1 finished, per-layer embeddings and
-// layer_output_scale included; k == n_layer: the output of the last layer, before the final
-// norm). out is [n_tokens][layers.size()][D], rows in batch order, taps in `layers` order.
-struct Gemma4Taps {
-  std::span<const int32_t> layers;
-  float* out = nullptr;
-};
-
 class Gemma4Model {
  public:
   // Opens and maps a GGUF file (no copy of the weights) and binds every tensor.
@@ -156,17 +147,17 @@ class Gemma4Model {
   // writing their K/V into `kv`. Writes logits (n_vocab floats per row) of the last token, or
   // of every token when all_logits, into `logits` (null: no logits, e.g. an early prefill
   // chunk). n_tokens <= kv.max_batch(). Does not change kv.n_past().
-  // taps (optional): hidden states to capture, see Gemma4Taps.
+  // taps (optional): hidden states to capture, see LayerTaps.
   void forward(const int32_t* tokens, int64_t n_tokens, int64_t pos0, KvCache& kv,
                Gemma4Workspace& ws, ThreadPool* pool, float* logits, bool all_logits,
-               const Gemma4Taps* taps = nullptr) const;
+               const LayerTaps* taps = nullptr) const;
 
   // The same for several sequences in one batch: `tokens` holds each sequence's tokens in
   // order, every projection runs once over all of them, attention per sequence. Logit rows:
   // each sequence's last token (one row per sequence), or every token when all_logits.
   void forward(const int32_t* tokens, std::span<const Gemma4Sequence> sequences,
                Gemma4Workspace& ws, ThreadPool* pool, float* logits, bool all_logits,
-               const Gemma4Taps* taps = nullptr) const;
+               const LayerTaps* taps = nullptr) const;
 
   // The output head (§5.10) over `rows` final hidden rows h [rows][D] (the residual stream
   // after the last layer, before the final norm: tap id n_layer): final norm, head, soft-cap

@@ -37,7 +37,7 @@ std::span<const float> Gemma4Session::decode(std::span<const int32_t> tokens, bo
       const int64_t m = std::min(n_batch_, n - done);
       const bool last_chunk = done + m == n;
       float* out = all_logits ? logits_.data() + done * V : (last_chunk ? logits_.data() : nullptr);
-      const Gemma4Taps taps{tap_layers_, taps_.data() + done * tap_row};
+      const LayerTaps taps{tap_layers_, taps_.data() + done * tap_row};
       model_.forward(tokens.data() + done, m, n_past(), kv_, workspace_, pool_, out, all_logits,
                      tap_layers_.empty() ? nullptr : &taps);
       kv_.set_n_past(n_past() + m);
@@ -67,7 +67,7 @@ void Gemma4Session::decode_verify(std::span<const int32_t> tokens) {
   }
   const int64_t tap_row = static_cast<int64_t>(tap_layers_.size()) * D;
   taps_.resize(static_cast<size_t>(n * tap_row));
-  const Gemma4Taps taps{tap_layers_, taps_.data()};
+  const LayerTaps taps{tap_layers_, taps_.data()};
   // no logits: the forward leaves the final residual rows in workspace_.h
   model_.forward(tokens.data(), n, n_past(), kv_, workspace_, pool_, nullptr, false,
                  tap_layers_.empty() ? nullptr : &taps);
@@ -150,7 +150,7 @@ std::vector<std::span<const float>> Gemma4Session::decode_batch(
   }
   const int64_t tap_row = static_cast<int64_t>(tap_layers.size()) * model.config().n_embd;
   std::vector<float> taps(all.size() * static_cast<size_t>(tap_row));
-  const Gemma4Taps capture{tap_layers, taps.data()};
+  const LayerTaps capture{tap_layers, taps.data()};
   model.forward(all.data(), sequences, lead.workspace_, lead.pool_, logits.data(), false,
                 tap_layers.empty() ? nullptr : &capture);
   std::vector<std::span<const float>> out;

@@ -49,7 +49,7 @@ class Gemma4Session : public LanguageModel {
   ThreadPool* pool() const { return pool_; }
 
   // Hidden-state capture for DFlash drafting (shared/docs/dflash.md A4): with a non-empty list
-  // of layer ids (Gemma4Taps: id k = the input of layer k), every decode() also fills taps()
+  // of layer ids (LayerTaps: id k = the input of layer k), every decode() also fills taps()
   // with [n_tokens][layers.size()][D] for every token of that call (prompt chunks included).
   // An empty list turns it off (no cost).
   void set_tap_layers(std::vector<int32_t> layers) override;

@@ -299,15 +299,16 @@ void run(ThreadPool* pool, int64_t n, const std::function<void(int64_t, int64_t,
 
 void Qwen35Model::forward(const int32_t* tokens, int64_t n, int64_t pos0, KvCache& kv,
                           Qwen35State& state, Qwen35Workspace& ws, ThreadPool* pool, float* logits,
-                          bool all_logits) const {
+                          bool all_logits, const LayerTaps* taps) const {
   const Qwen35Sequence one{&kv, &state, pos0, n};
-  forward(tokens, std::span<const Qwen35Sequence>(&one, 1), ws, pool, logits, all_logits);
+  forward(tokens, std::span<const Qwen35Sequence>(&one, 1), ws, pool, logits, all_logits, taps);
 }
 
 void Qwen35Model::forward(const int32_t* tokens, std::span<const Qwen35Sequence> sequences,
-                          Qwen35Workspace& ws, ThreadPool* pool, float* logits,
-                          bool all_logits) const {
+                          Qwen35Workspace& ws, ThreadPool* pool, float* logits, bool all_logits,
+                          const LayerTaps* taps) const {
   const Qwen35Config& c = config_;
+  if (taps != nullptr) taps->check(c.n_layer);
   const int64_t D = c.n_embd, V = n_vocab_;
   const float eps = c.rms_eps;
   const size_t conv_size =
@@ -365,6 +366,7 @@ void Qwen35Model::forward(const int32_t* tokens, std::span<const Qwen35Sequence>
   for (int64_t il = 0; il < c.n_layer; ++il) {
     const auto s = static_cast<size_t>(il);
     const Qwen35Layer& layer = layers_[s];
+    if (taps != nullptr) taps->capture(il, h, n, D);
     // token mixer on RMSNorm(h): a -> o                                          [n][D]
     for (int64_t t = 0; t < n; ++t)
       cpu::rms_norm(h + t * D, layer.attn_norm.data, D, eps, a + t * D);
@@ -388,6 +390,8 @@ void Qwen35Model::forward(const int32_t* tokens, std::span<const Qwen35Sequence>
     linear(layer.ffn_down, gate, n, o, pool);  // [n][D]
     for (int64_t i = 0; i < n * D; ++i) h[i] += o[i];
   }
+
+  if (taps != nullptr) taps->capture(c.n_layer, h, n, D);
 
   // --- output: final norm and head, only for the rows asked for: every row, or each
   // sequence's last                                                              hn [rows][D]

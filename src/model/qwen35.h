@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "backend/cpu/ops.h"
+#include "model/layer_taps.h"
 #include "model/weights.h"
 #include "runtime/kv_cache.h"
 
@@ -136,6 +137,11 @@ class Qwen35Model {
   // forward pass; the CPU sessions' maker calls it.
   void pack_weights() const { lane_packs_.ready(); }
   int64_t n_vocab() const { return n_vocab_; }
+  // The weights, for backends that copy them elsewhere (src/backend/cuda).
+  const WeightView& token_embd() const { return token_embd_; }
+  const Matrix& output() const { return output_; }
+  const F32Vector& output_norm() const { return output_norm_; }
+  const Qwen35Layer& layer(int64_t il) const { return layers_[static_cast<size_t>(il)]; }
   // One KV layer per trunk full-attention layer, in layer order (GDN layers have none).
   std::vector<KvLayerSpec> kv_layout() const;
   // A zeroed recurrent state of the right size.
@@ -147,8 +153,10 @@ class Qwen35Model {
   // into `logits` (null: none). n ≤ kv.max_batch(). Does not change kv.n_past().
   // The GDN recurrence runs token by token and every other step is per token or batch-invariant,
   // so a token's bits do not depend on how a prompt is split into calls or on the thread count.
+  // taps (optional): hidden states to capture (LayerTaps: id k = the input of layer k).
   void forward(const int32_t* tokens, int64_t n, int64_t pos0, KvCache& kv, Qwen35State& state,
-               Qwen35Workspace& ws, ThreadPool* pool, float* logits, bool all_logits) const;
+               Qwen35Workspace& ws, ThreadPool* pool, float* logits, bool all_logits,
+               const LayerTaps* taps = nullptr) const;
   // The same for several sequences in one batch: `tokens` holds each sequence's tokens in
   // order; every projection, norm and the FFN run once over all of them (the weights are read
   // once), attention and the GDN conv + delta rule per sequence on its own KV cache and state.
@@ -156,7 +164,8 @@ class Qwen35Model {
   // all_logits. Every step is per row or batch-invariant, so each sequence gets the bits it
   // gets alone.
   void forward(const int32_t* tokens, std::span<const Qwen35Sequence> sequences,
-               Qwen35Workspace& ws, ThreadPool* pool, float* logits, bool all_logits) const;
+               Qwen35Workspace& ws, ThreadPool* pool, float* logits, bool all_logits,
+               const LayerTaps* taps = nullptr) const;
 
  private:
   void attention_layer(int64_t il, int64_t kv_layer, std::span<const Qwen35Sequence> sequences,

@@ -78,14 +78,17 @@ std::span<const float> Qwen35Session::decode(std::span<const int32_t> tokens, bo
   const int64_t start = n_past();
   begin_call(tokens);
   logits_.resize(static_cast<size_t>((all_logits ? n : 1) * V));
+  const int64_t tap_row = static_cast<int64_t>(tap_layers_.size()) * model_.config().n_embd;
+  taps_.resize(static_cast<size_t>(n * tap_row));
   try {
     for (int64_t done = 0; done < n; done += n_batch_) {
       if (done > 0) add_prompt_checkpoint(start + done);  // the state after `done` tokens
       const int64_t m = std::min(n_batch_, n - done);
       const bool last_chunk = done + m == n;
       float* out = all_logits ? logits_.data() + done * V : (last_chunk ? logits_.data() : nullptr);
+      const LayerTaps taps{tap_layers_, taps_.data() + done * tap_row};
       model_.forward(tokens.data() + done, m, n_past(), kv_, state_, workspace_, pool_, out,
-                     all_logits);
+                     all_logits, tap_layers_.empty() ? nullptr : &taps);
       kv_.set_n_past(n_past() + m);
     }
     if (n > 1) add_prompt_checkpoint(start + n);  // where the reply to a prompt starts
@@ -132,7 +135,18 @@ std::vector<std::span<const float>> Qwen35Session::decode_batch(
     }
     Qwen35Session& lead = *sessions[0];
     std::vector<float> logits(sessions.size() * static_cast<size_t>(V));
-    model.forward(all.data(), sequences, lead.workspace_, lead.pool_, logits.data(), false);
+    // hidden-state capture (all sessions with the same tap layers): [all tokens][taps][D] in
+    // batch order, split into each session's taps() below
+    const std::vector<int32_t>& tap_layers = lead.tap_layers_;
+    for (const Qwen35Session* s : sessions) {
+      if (s->tap_layers_ != tap_layers) fail("decode_batch: sessions capture different taps");
+    }
+    const int64_t tap_row = static_cast<int64_t>(tap_layers.size()) * model.config().n_embd;
+    std::vector<float> taps(all.size() * static_cast<size_t>(tap_row));
+    const LayerTaps capture{tap_layers, taps.data()};
+    model.forward(all.data(), sequences, lead.workspace_, lead.pool_, logits.data(), false,
+                  tap_layers.empty() ? nullptr : &capture);
+    size_t first_token = 0;
     std::vector<std::span<const float>> out;
     for (size_t i = 0; i < sessions.size(); ++i) {
       Qwen35Session& s = *sessions[i];
@@ -140,6 +154,10 @@ std::vector<std::span<const float>> Qwen35Session::decode_batch(
       const auto row = logits.begin() + static_cast<std::ptrdiff_t>(i * static_cast<size_t>(V));
       s.logits_.assign(row, row + V);
       out.emplace_back(s.logits_.data(), s.logits_.size());
+      const auto tap_begin = taps.begin() + static_cast<std::ptrdiff_t>(first_token * tap_row);
+      s.taps_.assign(tap_begin,
+                     tap_begin + static_cast<std::ptrdiff_t>(tokens[i].size() * tap_row));
+      first_token += tokens[i].size();
       if (tokens[i].size() > 1) s.add_prompt_checkpoint(s.n_past());
     }
     return out;
@@ -152,6 +170,16 @@ std::vector<std::span<const float>> Qwen35Session::decode_batch(
     }
     throw;
   }
+}
+
+void Qwen35Session::set_tap_layers(std::vector<int32_t> layers) {
+  for (int32_t k : layers) {
+    if (k < 0 || k > model_.config().n_layer) {
+      fail("tap layer {} outside [0, {}]", k, model_.config().n_layer);
+    }
+  }
+  tap_layers_ = std::move(layers);
+  taps_.clear();
 }
 
 void Qwen35Session::rollback(int64_t n) {

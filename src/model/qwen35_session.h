@@ -51,6 +51,13 @@ class Qwen35Session : public LanguageModel {
   // Any n_past ≤ n_past() (see the file comment for the cost).
   void rollback(int64_t n_past) override;
 
+  // Hidden-state capture for DFlash drafts (LanguageModel::set_tap_layers): with a non-empty
+  // list of layer ids (LayerTaps: id k = the input of layer k), every decode() and
+  // decode_batch() also fills taps() with [n_tokens][layers][D] for the tokens of that call.
+  // The forward passes a rollback re-runs capture nothing (taps() keeps the last call's rows).
+  void set_tap_layers(std::vector<int32_t> layers) override;
+  std::span<const float> taps() const override { return {taps_.data(), taps_.size()}; }
+
   // Makes this session hold the first n tokens of `other` (same model and KV type): its KV rows,
   // history and checkpoints are copied, then the state is brought back to position n as
   // rollback(n) does (free when n == other.n_past()).
@@ -89,6 +96,8 @@ class Qwen35Session : public LanguageModel {
   std::vector<Checkpoint> checkpoints_;         // decode-call starts, increasing positions
   std::vector<Checkpoint> prompt_checkpoints_;  // increasing positions
   std::vector<int32_t> tokens_;                 // history: tokens_[p] is the token at position p
+  std::vector<int32_t> tap_layers_;
+  std::vector<float> taps_;  // [n_tokens][tap_layers_][D] of the last decode call
   Qwen35Workspace workspace_;
   std::vector<float> logits_;
 };

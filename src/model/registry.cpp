@@ -42,31 +42,41 @@ class CpuLoaded : public LoadedModel {
   std::unique_ptr<Model> model_;
 };
 
-// Gemma 4: also a CUDA runtime and DFlash drafts.
-class Gemma4Loaded : public CpuLoaded<Gemma4Model, Gemma4Session> {
+// A model that also runs on the CUDA device (backend/device.h: resolve_device and load_cuda
+// for Model).
+template <class Model, class Session>
+class CudaLoaded : public CpuLoaded<Model, Session> {
  public:
-  using CpuLoaded::CpuLoaded;
+  using CpuLoaded<Model, Session>::CpuLoaded;
   bool on_cuda(const std::string& device) const override {
-    return resolve_device(device, *model_) == ComputeDevice::kCuda;
+    return resolve_device(device, *this->model_) == ComputeDevice::kCuda;
   }
-  DeviceSessions cuda_sessions() const override {
-    if (!cuda_) cuda_ = load_cuda_gemma4(*model_);
-    std::shared_ptr<const CudaGemma4> cuda = cuda_;
+  LoadedModel::DeviceSessions cuda_sessions() const override {
+    if (!cuda_) cuda_ = load_cuda(*this->model_);
+    std::shared_ptr<const CudaRuntime> cuda = cuda_;
     return [cuda](const SessionOptions& options) { return cuda->new_session(options); };
   }
   std::string cuda_description() const override { return cuda_ ? cuda_->describe() : ""; }
-  std::shared_ptr<const DFlashDraft> load_draft(
-      const std::string& path, std::shared_ptr<const LoadedModel> owner) const override {
-    return std::shared_ptr<const DFlashDraft>(DFlashDraft::load(path, *model_).release(),
-                                              [owner](const DFlashDraft* d) { delete d; });
-  }
 
  private:
-  mutable std::shared_ptr<const CudaGemma4> cuda_;  // uploaded on the first cuda_sessions()
+  mutable std::shared_ptr<const CudaRuntime> cuda_;  // uploaded on the first cuda_sessions()
 };
 
-// Qwen3.5: CPU only for now (no CUDA runtime, no draft: one error each).
-using Qwen35Loaded = CpuLoaded<Qwen35Model, Qwen35Session>;
+// A model that also takes DFlash drafts (DFlashTarget: Gemma 4, Qwen3.5). The draft borrows
+// the model's embedding and head.
+template <class Model, class Session>
+class DraftLoaded : public CudaLoaded<Model, Session> {
+ public:
+  using CudaLoaded<Model, Session>::CudaLoaded;
+  std::shared_ptr<const DFlashDraft> load_draft(
+      const std::string& path, std::shared_ptr<const LoadedModel> owner) const override {
+    return std::shared_ptr<const DFlashDraft>(DFlashDraft::load(path, *this->model_).release(),
+                                              [owner](const DFlashDraft* d) { delete d; });
+  }
+};
+
+using Gemma4Loaded = DraftLoaded<Gemma4Model, Gemma4Session>;
+using Qwen35Loaded = DraftLoaded<Qwen35Model, Qwen35Session>;
 
 }  // namespace
 

@@ -2,8 +2,9 @@
 // code that runs it, so the layers above src/model/ (api, generate, tools) name no architecture.
 //
 // A LoadedModel makes CPU sessions (LanguageModel) and multi-sequence batches
-// (MultiSequenceModel) for every architecture; Gemma 4 also has a CUDA runtime and DFlash
-// drafts, the others answer those with one clear error each (fail_no_cuda, fail_no_draft).
+// (MultiSequenceModel) for every architecture; Gemma 4 and Qwen3.5 also have a CUDA runtime and
+// take DFlash drafts; what an architecture lacks is one clear error (fail_no_cuda,
+// fail_no_draft).
 #pragma once
 #include <cstdint>
 #include <functional>
