@@ -3,12 +3,20 @@
 // device, byte for byte, because every row of a verify batch (up to 8 rows) gets the bits of a
 // one-token step (gemma4_cuda.cpp: per-row GEMV arithmetic, split-KV attention per token with
 // its bucket's split). The shipped tiny model and its trained draft; fixed draft lengths, so
-// every round drafts. On a GPU or the CUDA emulator; skips with the reason otherwise.
+// every round drafts. The same for a Qwen3.5 target (synthetic model and draft): its device
+// session captures the taps, and every rejected tail rolls the recurrent state back through a
+// device checkpoint. On a GPU or the CUDA emulator; skips with the reason otherwise.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "gguf/gguf.h"
+#include "model/dflash_synth.h"
+#include "model/qwen35.h"
+#include "model/qwen35_synth.h"
 #include "support/cuda_skip.h"
 #include "support/paths.h"
 
@@ -45,6 +53,37 @@ TEST_F(CudaDFlash, DraftedGreedyOutputEqualsPlainDeviceDecoding) {
       EXPECT_EQ(drafted.err.find("over 0 rounds"), std::string::npos) << drafted.err;
     }
   }
+}
+
+TEST_F(CudaDFlash, Qwen35DraftedGreedyOutputEqualsPlainDeviceDecoding) {
+  const std::string dir = test::scratch_dir("cuda_dflash_qwen35");
+  const std::string target_path = dir + "/tiny.gguf", draft_path = dir + "/draft.gguf";
+  model::write_qwen35_synth(model::qwen35_preset("tiny"), {}, target_path);
+  {
+    auto target = Qwen35Model::load(target_path);
+    const Qwen35Config& c = target->config();
+    model::DFlashSynthOptions o;
+    o.tokenizer_from = &target->file();
+    model::write_dflash_synth({c.n_embd, c.n_layer, target->n_vocab(), c.n_ctx_train}, o,
+                              draft_path);
+  }
+  auto run = [&](const std::string& extra) {
+    return test::run_command_split(
+        shell_quote(test::cli_path()) + " generate -m " + shell_quote(target_path) + " -p " +
+        shell_quote("hello the world is") + " -n 24 --temp 0 --device cuda --json" + extra);
+  };
+  const auto plain = run("");
+  ASSERT_EQ(plain.status, 0) << plain.err;
+  for (const char* lengths : {"--draft-min 4 --draft-max 4", "--draft-min 2 --draft-max 2"}) {
+    const auto drafted = run(" --draft " + shell_quote(draft_path) + " " + lengths);
+    ASSERT_EQ(drafted.status, 0) << drafted.err;
+    const auto a = nlohmann::json::parse(plain.out), b = nlohmann::json::parse(drafted.out);
+    EXPECT_EQ(b["tokens"], a["tokens"]) << lengths;
+    EXPECT_EQ(b["text"], a["text"]) << lengths;
+    ASSERT_TRUE(b.contains("draft")) << drafted.out;
+    EXPECT_GT(b["draft"]["rounds"].get<int64_t>(), 0) << lengths;
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -101,9 +101,18 @@ TEST_F(Qwen35DFlash, GreedyDraftingEqualsPlainDecoding) {
   const auto plain = test::run_command_split(boltrt(common));
   ASSERT_EQ(plain.status, 0) << plain.err;
   const auto plain_doc = nlohmann::json::parse(plain.out);
-  for (const std::string policy : {"", " --draft-max 3", " --draft-min 2 --draft-max 2"}) {
-    const auto drafted =
-        test::run_command_split(boltrt(common + " --draft " + shell_quote(draft_) + policy));
+  // also a draft written by `boltrt synth-draft` for the qwen35 target
+  const std::string cli_draft = dir_ + "/cli-draft.gguf";
+  const auto made =
+      test::run_command_split(boltrt("synth-draft --dflash-for " + shell_quote(target_) +
+                                     " --block-size 6 -o " + shell_quote(cli_draft)));
+  ASSERT_EQ(made.status, 0) << made.err;
+  for (const std::string& policy :
+       {std::string(" --draft ") + shell_quote(draft_),
+        " --draft " + shell_quote(draft_) + " --draft-max 3",
+        " --draft " + shell_quote(draft_) + " --draft-min 2 --draft-max 2",
+        " --draft " + shell_quote(cli_draft)}) {
+    const auto drafted = test::run_command_split(boltrt(common + policy));
     ASSERT_EQ(drafted.status, 0) << policy << ": " << drafted.err;
     const auto doc = nlohmann::json::parse(drafted.out);
     EXPECT_EQ(doc["tokens"], plain_doc["tokens"]) << policy;

@@ -23,6 +23,10 @@ class CpuLoaded : public LoadedModel {
       : model_(std::make_unique<Model>(std::move(file))) {}
   const gguf::File& file() const override { return model_->file(); }
   int64_t n_ctx_train() const override { return model_->config().n_ctx_train; }
+  DraftShape draft_shape() const override {
+    const DFlashTarget t(*model_);
+    return {t.n_embd, t.n_layer, t.n_vocab};
+  }
   std::unique_ptr<LanguageModel> new_session(const SessionOptions& options,
                                              ThreadPool* pool) const override {
     model_->pack_weights();

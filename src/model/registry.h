@@ -29,6 +29,11 @@ class LoadedModel {
   virtual ~LoadedModel() = default;
   virtual const gguf::File& file() const = 0;
   virtual int64_t n_ctx_train() const = 0;
+  // The sizes a DFlash draft for this model must fit: hidden size, trunk layers, vocabulary.
+  struct DraftShape {
+    int64_t n_embd = 0, n_layer = 0, n_vocab = 0;
+  };
+  virtual DraftShape draft_shape() const = 0;
   // A new sequence on the CPU. The model and pool must outlive it; pool may be null.
   virtual std::unique_ptr<LanguageModel> new_session(const SessionOptions& options,
                                                      ThreadPool* pool) const = 0;

@@ -1,11 +1,12 @@
 // boltrt synth-draft: write a synthetic (random-weight, deterministic) DFlash draft GGUF that
-// fits a given Gemma 4 target (hidden size, vocabulary, layer count, tokenizer copied from it).
+// fits a given target of any architecture with drafts (hidden size, vocabulary, layer count,
+// tokenizer copied from it).
 #include <fmt/format.h>
 
 #include "command.h"
 #include "gguf/gguf.h"
 #include "model/dflash_synth.h"
-#include "model/gemma4.h"
+#include "model/registry.h"
 #include "util/error.h"
 
 namespace {
@@ -20,7 +21,7 @@ struct SynthDraftArgs {
 void setup(CLI::App& sub) {
   auto args = std::make_shared<SynthDraftArgs>();
   auto& o = args->options;
-  sub.add_option("--dflash-for", args->target, "Target Gemma 4 GGUF the draft must fit")
+  sub.add_option("--dflash-for", args->target, "Target GGUF (gemma4, qwen35) the draft must fit")
       ->required();
   sub.add_option("--layers", o.n_layer, "Draft layers")->capture_default_str();
   sub.add_option("--heads", o.n_head, "Query heads")->capture_default_str();
@@ -39,13 +40,15 @@ void setup(CLI::App& sub) {
   sub.add_option("--seed", o.seed, "Random seed")->capture_default_str();
   sub.add_option("-o,--output", args->out, "Output GGUF path")->required();
   sub.callback([args] {
-    auto target = boltrt::Gemma4Model::load(args->target);
+    auto target = boltrt::load_model(boltrt::gguf::File::open(args->target));
+    const boltrt::LoadedModel::DraftShape shape = target->draft_shape();
     boltrt::model::DFlashSynthOptions options = args->options;
     const auto type = boltrt::type_from_name(args->type);
     if (!type) boltrt::fail("synth-draft: unknown matrix type '{}'", args->type);
     options.matrix_type = *type;
     options.tokenizer_from = &target->file();
-    boltrt::model::write_dflash_synth(target->config(), options, args->out);
+    boltrt::model::write_dflash_synth(
+        {shape.n_embd, shape.n_layer, shape.n_vocab, target->n_ctx_train()}, options, args->out);
     fmt::print("wrote {} (dflash draft for {})\n", args->out, args->target);
   });
 }
@@ -54,4 +57,4 @@ void setup(CLI::App& sub) {
 
 // Registered by hand: BOLTRT_COMMAND derives the name from an identifier, which cannot hold '-'.
 static ::boltrt::cli::CommandRegistrar boltrt_command_synth_draft(
-    "synth-draft", "Write a synthetic DFlash draft GGUF for a Gemma 4 target", setup);
+    "synth-draft", "Write a synthetic DFlash draft GGUF for a target model", setup);

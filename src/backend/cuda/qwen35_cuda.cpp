@@ -206,6 +206,10 @@ struct Qwen35CudaSession::State {
   DeviceBuffer logit_buffer;
   PinnedBuffer host_logit_buffer;
   float *logits = nullptr, *host_logits = nullptr;
+  // taps (set_tap_layers): [taps][n_batch][D] on the device, the same in pinned memory
+  DeviceBuffer tap_buffer;
+  PinnedBuffer host_tap_buffer;
+  float *tap = nullptr, *host_tap = nullptr;
   bool use_prefill_kernels = true;  // BOLTRT_CUDA_GEMM=0: batches through GEMV only
   std::unique_ptr<CublasLinear> cublas;
   ~State() {
@@ -382,12 +386,13 @@ std::span<const float> Qwen35CudaSession::decode(std::span<const int32_t> tokens
   tokens_.resize(static_cast<size_t>(start));
   tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
   logits_.resize(static_cast<size_t>((all_logits ? n : 1) * V));
+  taps_.clear();
   try {
     for (int64_t done = 0; done < n; done += n_batch_) {
       const int64_t m = std::min(n_batch_, n - done);
       const bool last_chunk = done + m == n;
       float* out = all_logits ? logits_.data() + done * V : (last_chunk ? logits_.data() : nullptr);
-      forward(tokens.data() + done, m, n_past_, all_logits, out);
+      forward(tokens.data() + done, m, n_past_, all_logits, out, /*capture=*/true);
       n_past_ += m;
     }
   } catch (...) {
@@ -421,14 +426,30 @@ void Qwen35CudaSession::restore(int64_t n) {
   // re-run [from, n): the KV rows are rewritten with the same values, the state advances
   for (int64_t p = from; p < n; p += n_batch_) {
     const int64_t m = std::min(n_batch_, n - p);
-    forward(tokens_.data() + p, m, p, false, nullptr);
+    forward(tokens_.data() + p, m, p, false, nullptr, /*capture=*/false);
   }
   check(cudaStreamSynchronize(s.stream), "state restore");
   n_past_ = n;
 }
 
+void Qwen35CudaSession::set_tap_layers(std::vector<int32_t> layers) {
+  const int64_t L = model_->host().config().n_layer;
+  for (int32_t k : layers) {
+    if (k < 0 || k > L) fail("set_tap_layers: layer {} outside [0, {}]", k, L);
+  }
+  State& s = *state_;
+  tap_layers_ = std::move(layers);
+  taps_.clear();
+  const size_t floats =
+      tap_layers_.size() * static_cast<size_t>(n_batch_ * model_->host().config().n_embd);
+  s.tap_buffer = DeviceBuffer(std::max<size_t>(floats, 1) * 4);
+  s.host_tap_buffer = PinnedBuffer(std::max<size_t>(floats, 1) * 4);
+  s.tap = static_cast<float*>(s.tap_buffer.data());
+  s.host_tap = static_cast<float*>(s.host_tap_buffer.data());
+}
+
 void Qwen35CudaSession::forward(const int32_t* tokens, int64_t n, int64_t pos0, bool all_logits,
-                                float* logits) {
+                                float* logits, bool capture) {
   State& s = *state_;
   const int64_t V = n_vocab();
   check(cudaSetDevice(model_->device().index), "cudaSetDevice");
@@ -441,14 +462,26 @@ void Qwen35CudaSession::forward(const int32_t* tokens, int64_t n, int64_t pos0, 
     s.logits = static_cast<float*>(s.logit_buffer.data());
     s.host_logits = static_cast<float*>(s.host_logit_buffer.data());
   }
-  enqueue(n, pos0, rows);
+  capture = capture && !tap_layers_.empty();
+  enqueue(n, pos0, rows, capture);
   // ends synchronised: the pinned staging is reused by the next call, and a device fault
   // surfaces here as one error
   check(cudaStreamSynchronize(s.stream), "forward");
   if (logits) std::memcpy(logits, s.host_logits, static_cast<size_t>(rows * V) * 4);
+  if (capture) {  // [taps][n_batch][D] -> [n][taps][D], appended
+    const int64_t D = model_->host().config().n_embd, T = static_cast<int64_t>(tap_layers_.size());
+    const size_t at = taps_.size();
+    taps_.resize(at + static_cast<size_t>(n * T * D));
+    for (int64_t t = 0; t < n; ++t) {
+      for (int64_t i = 0; i < T; ++i) {
+        std::memcpy(taps_.data() + at + static_cast<size_t>((t * T + i) * D),
+                    s.host_tap + (i * n_batch_ + t) * D, static_cast<size_t>(D) * 4);
+      }
+    }
+  }
 }
 
-void Qwen35CudaSession::enqueue(int64_t n, int64_t pos0, int64_t logit_rows) {
+void Qwen35CudaSession::enqueue(int64_t n, int64_t pos0, int64_t logit_rows, bool capture) {
   const Qwen35Model& host = model_->host();
   const Qwen35Config& c = host.config();
   const Qwen35CudaModel::Weights& w = model_->weights();
@@ -469,10 +502,23 @@ void Qwen35CudaSession::enqueue(int64_t n, int64_t pos0, int64_t logit_rows) {
                                    w.token_embd.row_stride, D, s.tokens, n, 1.0f, s.h, st),
         "embedding");
 
+  // taps: the residual stream h at the input of layer k (k = L: after the last layer) into the
+  // tap rows of the slots that ask for it, then to the host at the end
+  auto tap = [&](int64_t k) {
+    if (!capture) return;
+    for (size_t i = 0; i < tap_layers_.size(); ++i) {
+      if (tap_layers_[i] != k) continue;
+      check(cudaMemcpyAsync(s.tap + static_cast<int64_t>(i) * n_batch_ * D, s.h,
+                            static_cast<size_t>(n * D) * 4, cudaMemcpyDeviceToDevice, st),
+            "tap copy");
+    }
+  };
+
   int64_t kv_layer = 0, gdn = 0;
   for (int64_t il = 0; il < c.n_layer; ++il) {
     const auto l = static_cast<size_t>(il);
     const Qwen35CudaModel::Weights::Layer& layer = w.layers[l];
+    tap(il);
     check(kernels::launch_rms_norm(s.h, layer.attn_norm, n, D, eps, s.a, st), "attn_norm");
     if (c.is_gdn[l]) {
       // --- 4.4 Gated DeltaNet: projections, gates, conv + SiLU, L2 norms, delta rule
@@ -560,6 +606,16 @@ void Qwen35CudaSession::enqueue(int64_t n, int64_t pos0, int64_t logit_rows) {
     check(kernels::launch_silu_mul(s.gate, s.up, n * n_ff, s.gate, st), "swiglu");
     linear(layer.ffn_down, s.gate, n, s.o, st, gemm);  // [n][D]
     check(kernels::launch_add(s.o, n * D, s.h, st), "residual");
+  }
+
+  tap(c.n_layer);
+  if (capture) {
+    for (size_t i = 0; i < tap_layers_.size(); ++i) {
+      const int64_t at = static_cast<int64_t>(i) * n_batch_ * D;
+      check(cudaMemcpyAsync(s.host_tap + at, s.tap + at, static_cast<size_t>(n * D) * 4,
+                            cudaMemcpyDeviceToHost, st),
+            "tap download");
+    }
   }
 
   // --- output: final norm and head for the last logit_rows rows

@@ -83,6 +83,12 @@ class Qwen35CudaSession : public LanguageModel {
   void rollback(int64_t n_past) override;
   int64_t max_verify_batch() const override { return n_batch_; }
 
+  // Hidden-state capture for DFlash drafts (LanguageModel::set_tap_layers): the residual
+  // stream at the input of each listed layer (n_layer: after the last one), copied to the host
+  // with every decode; the forward passes a rollback re-runs capture nothing.
+  void set_tap_layers(std::vector<int32_t> layers) override;
+  std::span<const float> taps() const override { return {taps_.data(), taps_.size()}; }
+
   // KV cache + recurrent state + its checkpoints + scratch of this session.
   size_t device_bytes() const;
   // Positions of the state checkpoints held, oldest first (tests).
@@ -91,10 +97,12 @@ class Qwen35CudaSession : public LanguageModel {
  private:
   struct State;
   // Runs n ≤ n_batch tokens at positions pos0..; the logits of the last row (all rows with
-  // all_logits) into `logits` unless it is null. Ends synchronised.
-  void forward(const int32_t* tokens, int64_t n, int64_t pos0, bool all_logits, float* logits);
+  // all_logits) into `logits` unless it is null; with `capture`, appends the taps of the n
+  // tokens to taps_. Ends synchronised.
+  void forward(const int32_t* tokens, int64_t n, int64_t pos0, bool all_logits, float* logits,
+               bool capture);
   // Queues the layers of that forward pass on the session's stream.
-  void enqueue(int64_t n, int64_t pos0, int64_t logit_rows);
+  void enqueue(int64_t n, int64_t pos0, int64_t logit_rows, bool capture);
   // Brings the recurrent state to position n (≤ history) from the newest checkpoint ≤ n, or
   // from zero; the KV cache then ends at n.
   void restore(int64_t n);
@@ -105,6 +113,8 @@ class Qwen35CudaSession : public LanguageModel {
   std::unique_ptr<State> state_;
   std::vector<int32_t> tokens_;  // history: tokens_[p] is the token at position p
   std::vector<float> logits_;
+  std::vector<int32_t> tap_layers_;
+  std::vector<float> taps_;  // [n_tokens][tap_layers_][D] of the last decode
 };
 
 }  // namespace boltrt::cuda
