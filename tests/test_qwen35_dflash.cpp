@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -148,6 +150,85 @@ TEST_F(Qwen35DFlash, BatchWithDraftWritesWhatBatchWrites) {
   const auto plain = run(" --parallel 1", dir_ + "/plain.jsonl");
   ASSERT_EQ(plain.size(), 3u);
   EXPECT_EQ(run(" --parallel 2 --draft " + shell_quote(draft_), dir_ + "/drafted.jsonl"), plain);
+}
+
+// tests/data/dflash/golden_qwen35.bin (make_golden.sh BUILD qwen35): llama.cpp v0.4.0 running
+// the synthetic qwen35 target `synth --arch qwen35 --preset tiny --seed 1` with the draft
+// `synth-draft --seed 1` for it: the hidden states llama.cpp tapped for an 11-token prompt and
+// its draft's logits for the block after it, both contexts with f32 K/V and no flash attention.
+// Our session's taps must be llama.cpp's (measured 1.5e-6, 2.5e-6 and 6.2e-6 of the largest
+// value for the inputs of layers 2, 4 and 6; with llama.cpp's default f16 cache and flash
+// attention the two taps after the attention layer differ by 8e-5 and 1.4e-4), and our draft fed
+// llama.cpp's taps must give its logits (6e-7 relative).
+TEST_F(Qwen35DFlash, TapsAndDraftLogitsMatchLlamaCpp) {
+  const std::string path = test::source_dir() + "/tests/data/dflash/golden_qwen35.bin";
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  ASSERT_NE(f, nullptr) << path;
+  int32_t h[6];
+  ASSERT_EQ(std::fread(h, sizeof(h), 1, f), 1u);
+  const int32_t n_ctx = h[0], n_taps = h[1], n_embd = h[2], n_block = h[3], n_vocab = h[4],
+                last_token = h[5];
+  std::vector<int32_t> prompt(static_cast<size_t>(n_ctx));
+  std::vector<float> taps(static_cast<size_t>(n_ctx * n_taps * n_embd));
+  std::vector<float> want(static_cast<size_t>((n_block - 1) * n_vocab));
+  ASSERT_EQ(std::fread(prompt.data(), 4, prompt.size(), f), prompt.size());
+  ASSERT_EQ(std::fread(taps.data(), 4, taps.size(), f), taps.size());
+  ASSERT_EQ(std::fread(want.data(), 4, want.size(), f), want.size());
+  std::fclose(f);
+
+  const std::string target_path = dir_ + "/golden-target.gguf",
+                    draft_path = dir_ + "/golden-draft.gguf";
+  const auto made =
+      test::run_command_split(boltrt("synth --arch qwen35 --preset tiny --type f32 --seed 1 -o " +
+                                     shell_quote(target_path)) +
+                              " && " +
+                              boltrt("synth-draft --dflash-for " + shell_quote(target_path) +
+                                     " --seed 1 -o " + shell_quote(draft_path)));
+  ASSERT_EQ(made.status, 0) << made.err;
+  auto target = Qwen35Model::load(target_path);
+  auto draft = DFlashDraft::load(draft_path, *target);
+  ASSERT_EQ(draft->config().n_taps(), n_taps);
+  ASSERT_EQ(target->config().n_embd, n_embd);
+  ASSERT_EQ(target->n_vocab(), n_vocab);
+
+  // taps: the inputs of the stored target layers, as llama.cpp extracts them
+  SessionOptions so;
+  so.n_ctx = 64;
+  so.kv_type = KvType::F32;  // as the golden's target context (f32 cache, no flash attention)
+  Qwen35Session session(*target, so, nullptr);
+  session.set_tap_layers(draft->config().target_layers);
+  const auto logits = session.decode(prompt);
+  EXPECT_EQ(std::max_element(logits.begin(), logits.end()) - logits.begin(), last_token);
+  // per tap: the largest |error| over the largest |value|
+  ASSERT_EQ(session.taps().size(), taps.size());
+  std::vector<double> tap_err(static_cast<size_t>(n_taps)), tap_abs(static_cast<size_t>(n_taps));
+  for (size_t i = 0; i < taps.size(); ++i) {
+    const size_t k = (i / static_cast<size_t>(n_embd)) % static_cast<size_t>(n_taps);
+    tap_err[k] = std::max(tap_err[k], static_cast<double>(std::abs(session.taps()[i] - taps[i])));
+    tap_abs[k] = std::max(tap_abs[k], static_cast<double>(std::abs(taps[i])));
+  }
+  for (size_t k = 0; k < tap_err.size(); ++k) {
+    std::printf("tap %zu (input of layer %d): max |err| %.3g of max |value| %.3g\n", k,
+                draft->config().target_layers[k], tap_err[k], tap_abs[k]);
+  }
+
+  std::vector<float> got(want.size());
+  draft->forward(taps.data(), n_ctx, last_token, n_block, got.data(), nullptr);
+  double max_err = 0, max_abs = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    max_err = std::max(max_err, static_cast<double>(std::abs(got[i] - want[i])));
+    max_abs = std::max(max_abs, static_cast<double>(std::abs(want[i])));
+  }
+  for (int32_t s = 0; s + 1 < n_block; ++s) {
+    const float* g = got.data() + s * n_vocab;
+    const float* w = want.data() + s * n_vocab;
+    EXPECT_EQ(std::max_element(g, g + n_vocab) - g, std::max_element(w, w + n_vocab) - w)
+        << "slot " << s + 1;
+  }
+  std::printf("draft logits vs llama.cpp: max |err| %.3g (max |logit| %.3g)\n", max_err, max_abs);
+  for (size_t k = 0; k < tap_err.size(); ++k)
+    EXPECT_LT(tap_err[k], 1e-5 * tap_abs[k]) << "tap " << k;
+  EXPECT_LT(max_err, 1e-5 * max_abs);
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // Golden maker (not built by CMake): runs llama.cpp v0.4.0's DFlash draft on a synthetic
-// Gemma 4 target + draft pair and writes what a boltrt test needs to compare against:
+// Gemma 4 or Qwen3.5 target + draft pair and writes what a boltrt test needs to compare against:
 // the target's tapped hidden states for the prompt (as llama.cpp captures them: the inputs of
 // the stored target layers) and the draft's logits for block slots 1..B-1.
 //
@@ -24,7 +24,7 @@ static void die(const char* what) {
 }
 
 int main(int argc, char** argv) {
-  if (argc != 4) die("usage: make_golden TARGET.gguf DRAFT.gguf OUT.bin");
+  if (argc != 4 && argc != 5) die("usage: make_golden TARGET.gguf DRAFT.gguf OUT.bin [f32]");
   llama_backend_init();
   llama_model_params mp = llama_model_default_params();
   llama_model* target = llama_model_load_from_file(argv[1], mp);
@@ -44,7 +44,16 @@ int main(int argc, char** argv) {
   cp.n_ubatch = 64;
   cp.n_threads = 1;
   cp.n_threads_batch = 1;
-  llama_context* ctx_tgt = llama_init_from_model(target, cp);
+  // argv[4] == "f32": the target too with an f32 K/V cache and no flash attention, so its taps
+  // hold the target graph's math at f32 (qwen35: the taps after an attention layer otherwise
+  // carry the f16 cache's and f16 flash attention's rounding, ~1e-4 relative)
+  llama_context_params tp = cp;
+  if (argc == 5 && std::strcmp(argv[4], "f32") == 0) {
+    tp.type_k = GGML_TYPE_F32;
+    tp.type_v = GGML_TYPE_F32;
+    tp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
+  }
+  llama_context* ctx_tgt = llama_init_from_model(target, tp);
   if (!ctx_tgt) die("cannot create the target context");
   for (int32_t k = 0; k < n_taps; ++k) llama_set_embeddings_layer_inp(ctx_tgt, layer_ids[k], true);
 
