@@ -4,7 +4,8 @@
 # the device's peak, prefill GEMM TFLOP/s, decode and prefill attention) and end to end on an
 # E4B-shape Q4_K_M synth: prefill tokens/s and time to first token for a 512-token prompt (one
 # 512-token chunk), decode tokens/s with and without CUDA graphs and with a Q8_0 KV cache; a
-# 26B-A4B-shape (mixture of experts) Q4_K_M synth cut to 6 layers: decode and prefill; and writes
+# 26B-A4B-shape (mixture of experts) Q4_K_M synth cut to 6 layers: decode and prefill; a Qwen3.5
+# 4B-shape Q4_K_M synth (as far as the budget goes): decode and prefill; and writes
 # one report to ${OUT:-build/gpu-check}/gpu-check.md (logs in logs.tar.gz beside it). Prints the report at the end.
 # Budget: GPU_CHECK_BUDGET seconds (default 420) in all; each step's timeout is cut to what is left,
 # so a hang cannot eat the rest and the report comes back (the device call's timeout must exceed
@@ -65,7 +66,7 @@ if (( ! prebuilt )); then
        -DBOLTRT_WERROR=OFF -DCMAKE_CUDA_ARCHITECTURES="$ARCH" "${DEPS[@]}" > "$LOGS/configure.log" 2>&1 ||
      ! timeout "$(limit 300)" cmake --build $B -j"$JOBS" --target boltrt test_cuda_gemv test_cuda_ops \
        test_cuda_math test_cuda_device test_cuda_gemma4 test_cuda_gemm test_cuda_moe test_dequant_sub32 \
-       test_cuda_parity test_cuda_dflash \
+       test_cuda_parity test_cuda_dflash test_cuda_qwen35 test_cuda_qwen35_ops \
        bench_cuda_gemv bench_cuda_gemm bench_cuda_attention bench_cuda_moe > "$LOGS/build.log" 2>&1; then
     echo "BUILD FAILED (see configure.log, build.log)" >> "$REPORT"
     tail -20 "$LOGS/configure.log"; tail -40 "$LOGS/build.log"; pack_logs; cat "$REPORT"; exit 1
@@ -84,7 +85,8 @@ echo '```' >> "$REPORT"
 timeout "$(limit 60)" "$B/boltrt" selftest --device cuda >> "$REPORT" 2>&1 || status=1
 echo '```' >> "$REPORT"
 for t in test_cuda_math test_dequant_sub32 test_cuda_gemv test_cuda_gemm test_cuda_ops test_cuda_moe \
-         test_cuda_device test_cuda_gemma4 test_cuda_parity test_cuda_dflash; do
+         test_cuda_device test_cuda_gemma4 test_cuda_parity test_cuda_dflash test_cuda_qwen35_ops \
+         test_cuda_qwen35; do
   log=$LOGS/$t.log
   tl=120; [[ $t == test_cuda_gemma4 ]] && tl=180  # 15 whole-model cases, synth included
   timeout "$(limit $tl)" "$B/$t" > "$log" 2>&1; rc=$?
@@ -92,7 +94,7 @@ for t in test_cuda_math test_dequant_sub32 test_cuda_gemv test_cuda_gemm test_cu
   if [[ $rc -ne 0 ]] || grep -q '^\[  SKIPPED' "$log"; then status=1; summary="**rc $rc** $summary"; fi
   echo "- $t: $summary" >> "$REPORT"
   grep -E '^\[  FAILED  \] [A-Za-z]' "$log" | head -10 | sed 's/^/  - /' >> "$REPORT"
-  grep -E '^\[ [a-z0-9_]+ \] .*rows: worst' "$log" | sed 's/^/  - /' >> "$REPORT"
+  grep -E '^\[ [a-z0-9_]+(, [A-Za-z ]+)? \] .*rows: worst' "$log" | sed 's/^/  - /' >> "$REPORT"
 done
 # the shipped model end to end: greedy text on the device equals the CPU's (text and speed)
 echo; echo "## boltrt generate, models/tiny, greedy: CUDA vs CPU" >> "$REPORT"
@@ -204,6 +206,26 @@ else
     echo '```' >> "$REPORT"
     [[ $rc -eq 0 ]] || { echo "boltrt bench (26B-A4B shape): rc $rc" >> "$REPORT"; status=1; }
     rm -f "$MOE"
+  fi
+fi
+# --- end to end: Qwen3.5 4B shape, Q4_K_M (24 Gated DeltaNet + 8 gated attention layers, about
+# 2.7 GB): decode (the delta rule streams each head's state) and prefill
+echo; echo "## end to end: boltrt bench, Qwen3.5 4B-shape Q4_K_M synth" >> "$REPORT"
+if (( $(left) < 90 )); then
+  echo "skipped: $(elapsed) spent, less than 90 s of the ${BUDGET} s budget left" >> "$REPORT"
+else
+  QWEN=$B/qwen35-4b-q4_k_m.gguf
+  timeout "$(limit 150)" "$B/boltrt" synth --arch qwen35 --preset 4b --type q4_k_m -t "$JOBS" \
+    -o "$QWEN" > "$LOGS/synth-qwen35.log" 2>&1 ||
+    { echo "synth failed (see synth-qwen35.log)" >> "$REPORT"; status=1; }
+  if [[ -f $QWEN ]]; then
+    echo '```' >> "$REPORT"
+    timeout "$(limit 150)" "$B/boltrt" bench -m "$QWEN" --device cuda -p 512 -n 128 -r 2 -b 512 \
+      > "$LOGS/bench-qwen35.md" 2> "$LOGS/bench-qwen35.err"; rc=$?
+    cat "$LOGS/bench-qwen35.err" "$LOGS/bench-qwen35.md" >> "$REPORT"
+    echo '```' >> "$REPORT"
+    [[ $rc -eq 0 ]] || { echo "boltrt bench (Qwen3.5 4B shape): rc $rc" >> "$REPORT"; status=1; }
+    rm -f "$QWEN"
   fi
 fi
 # --- compute-sanitizer (the hardware's own memcheck and racecheck: what the emulator's checks
