@@ -93,6 +93,26 @@ void Uploader::upload(DeviceBuffer& arena) {
   }
 }
 
+Uploader::Loaded Uploader::upload_to(const DeviceInfo& device, DeviceBuffer& arena,
+                                     const std::string& path) {
+  size_t free_bytes = 0, total_bytes = 0;
+  check(cudaSetDevice(device.index), "cudaSetDevice");
+  check(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
+  if (std::string why = device_memory_shortfall("the weights", total_, free_bytes, total_bytes);
+      !why.empty()) {
+    fail("{}: {}", path, why);
+  }
+  try {
+    upload(arena);
+  } catch (const Error& e) {
+    fail("{}: the weights need {} of device memory: {}", path, mib(total_), e.what());
+  }
+  check(cudaDeviceSynchronize(), "weight upload");
+  Loaded loaded;
+  check(cudaMemGetInfo(&loaded.free_bytes, &loaded.total_bytes), "cudaMemGetInfo");
+  return loaded;
+}
+
 void Uploader::place(const void* host, size_t bytes, bool convert, const WeightView& view,
                      const void** target) {
   auto it = placed_.find(host);

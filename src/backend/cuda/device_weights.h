@@ -81,6 +81,14 @@ class Uploader {
 
   // Allocates the arena and copies; resolves every pointer handed out.
   void upload(DeviceBuffer& arena);
+  // What a model's constructor does with it on `device`: one clear error (naming `path` and the
+  // MiB) when the weights cannot fit, else upload() and wait for the copies (pageable copies may
+  // still be in flight and sessions run on non-blocking streams). Returns the device's free and
+  // total bytes after the upload.
+  struct Loaded {
+    size_t free_bytes = 0, total_bytes = 0;
+  };
+  Loaded upload_to(const DeviceInfo& device, DeviceBuffer& arena, const std::string& path);
 
  private:
   struct Item {

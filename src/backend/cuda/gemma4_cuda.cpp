@@ -36,8 +36,6 @@ int64_t decode_bucket(int64_t pos) {
   return bucket;
 }
 
-constexpr double kMiB = 1024.0 * 1024.0;
-
 }  // namespace
 
 struct Gemma4CudaModel::Weights {
@@ -185,26 +183,9 @@ Gemma4CudaModel::Gemma4CudaModel(const Gemma4Model& model, int device_index)
   Weights& w = *weights_;
   Uploader up;
   collect_weights(model, w, up);
-  {  // one clear error before allocating when the weights cannot fit
-    size_t free_bytes = 0, total_bytes = 0;
-    check(cudaSetDevice(device_.index), "cudaSetDevice");
-    check(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
-    if (std::string why =
-            device_memory_shortfall("the weights", up.total(), free_bytes, total_bytes);
-        !why.empty()) {
-      fail("{}: {}", model.file().path(), why);
-    }
-  }
-  try {
-    up.upload(w.arena);
-  } catch (const Error& e) {
-    fail("{}: the weights need {:.1f} MiB of device memory: {}", model.file().path(),
-         static_cast<double>(up.total()) / kMiB, e.what());
-  }
-  // cudaMemcpy from pageable memory may return before its DMA has landed, and sessions run on
-  // non-blocking streams that do not wait for the legacy stream: finish the uploads here.
-  check(cudaDeviceSynchronize(), "weight upload");
-  check(cudaMemGetInfo(&free_after_load_, &total_bytes_), "cudaMemGetInfo");
+  const Uploader::Loaded loaded = up.upload_to(device_, w.arena, model.file().path());
+  free_after_load_ = loaded.free_bytes;
+  total_bytes_ = loaded.total_bytes;
   w.bytes = up.total();
   w.converted = up.converted();
 }

@@ -147,25 +147,9 @@ Qwen35CudaModel::Qwen35CudaModel(const Qwen35Model& model, int device_index)
   Weights& w = *weights_;
   Uploader up;
   collect_weights(model, w, up);
-  {
-    size_t free_bytes = 0, total_bytes = 0;
-    check(cudaSetDevice(device_.index), "cudaSetDevice");
-    check(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
-    if (std::string short_by =
-            device_memory_shortfall("the weights", up.total(), free_bytes, total_bytes);
-        !short_by.empty()) {
-      fail("{}: {}", model.file().path(), short_by);
-    }
-  }
-  try {
-    up.upload(w.arena);
-  } catch (const Error& e) {
-    fail("{}: the weights need {} of device memory: {}", model.file().path(), mib(up.total()),
-         e.what());
-  }
-  // pageable uploads may still be in flight; sessions run on non-blocking streams
-  check(cudaDeviceSynchronize(), "weight upload");
-  check(cudaMemGetInfo(&free_after_load_, &total_bytes_), "cudaMemGetInfo");
+  const Uploader::Loaded loaded = up.upload_to(device_, w.arena, model.file().path());
+  free_after_load_ = loaded.free_bytes;
+  total_bytes_ = loaded.total_bytes;
   w.bytes = up.total();
   w.converted = up.converted();
 }
