@@ -12,11 +12,10 @@ Qwen35Session::Qwen35Session(const Qwen35Model& model, const SessionOptions& opt
       pool_(pool),
       n_batch_(std::max<int64_t>(
           1, std::min(options.n_batch, clamp_context(options.n_ctx, model.config().n_ctx_train)))),
-      max_checkpoints_(std::max<int64_t>(0, options.recurrent_checkpoints)),
-      max_prompt_checkpoints_(std::max<int64_t>(0, options.prompt_checkpoints)),
       kv_(model.kv_layout(), clamp_context(options.n_ctx, model.config().n_ctx_train), n_batch_,
           options.kv_type),
-      state_(model.new_state()) {
+      state_(model.new_state()),
+      checkpoints_(options.recurrent_checkpoints, options.prompt_checkpoints) {
   workspace_.attention_chunk = options.attention_chunk;
 }
 
@@ -31,45 +30,9 @@ void Qwen35Session::begin_call(std::span<const int32_t> tokens) {
     if (t < 0 || t >= V) fail("decode: token id {} outside the vocabulary [0, {})", t, V);
   }
   const int64_t start = n_past();
-  // checkpoint of the state before this call (position 0 needs none: the zero state); a
-  // prompt chunk's start is a prompt checkpoint when those are kept
-  if (n > 1 && max_prompt_checkpoints_ > 0) {
-    add_prompt_checkpoint(start);
-  } else if (max_checkpoints_ > 0 && start > 0 &&
-             (checkpoints_.empty() || checkpoints_.back().pos != start)) {
-    if (static_cast<int64_t>(checkpoints_.size()) == max_checkpoints_) {
-      // Reuse the oldest checkpoint's buffers (same sizes: a copy, no allocation). A fresh
-      // copy per decode call had the kernel fault in and zero a new recurrent state every
-      // token (4B shape: 50 MB), ~4 % of a 2-thread decode, all on the calling thread.
-      std::rotate(checkpoints_.begin(), checkpoints_.begin() + 1, checkpoints_.end());
-      checkpoints_.back().pos = start;
-      checkpoints_.back().state = state_;
-    } else {
-      checkpoints_.push_back({start, state_});
-    }
-  }
+  checkpoints_.begin_call(start, n, state_);
   tokens_.resize(static_cast<size_t>(start));
   tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
-}
-
-void Qwen35Session::add_prompt_checkpoint(int64_t pos) {
-  if (pos == 0 || max_prompt_checkpoints_ <= 0) return;
-  if (!prompt_checkpoints_.empty() && prompt_checkpoints_.back().pos == pos) return;
-  prompt_checkpoints_.push_back({pos, state_});
-  if (static_cast<int64_t>(prompt_checkpoints_.size()) <= max_prompt_checkpoints_) return;
-  // too many: drop the one (never the newest) whose removal leaves the smallest gap between
-  // its neighbours, so the kept ones stay spread from position 0 to the newest
-  size_t drop = 0;
-  int64_t best_gap = -1;
-  for (size_t i = 0; i + 1 < prompt_checkpoints_.size(); ++i) {
-    const int64_t before = i == 0 ? 0 : prompt_checkpoints_[i - 1].pos;
-    const int64_t gap = prompt_checkpoints_[i + 1].pos - before;
-    if (best_gap < 0 || gap < best_gap) {
-      best_gap = gap;
-      drop = i;
-    }
-  }
-  prompt_checkpoints_.erase(prompt_checkpoints_.begin() + static_cast<std::ptrdiff_t>(drop));
 }
 
 std::span<const float> Qwen35Session::decode(std::span<const int32_t> tokens, bool all_logits) {
@@ -82,7 +45,7 @@ std::span<const float> Qwen35Session::decode(std::span<const int32_t> tokens, bo
   taps_.resize(static_cast<size_t>(n * tap_row));
   try {
     for (int64_t done = 0; done < n; done += n_batch_) {
-      if (done > 0) add_prompt_checkpoint(start + done);  // the state after `done` tokens
+      if (done > 0) checkpoints_.add_prompt(start + done, state_);  // the state after `done` tokens
       const int64_t m = std::min(n_batch_, n - done);
       const bool last_chunk = done + m == n;
       float* out = all_logits ? logits_.data() + done * V : (last_chunk ? logits_.data() : nullptr);
@@ -91,7 +54,7 @@ std::span<const float> Qwen35Session::decode(std::span<const int32_t> tokens, bo
                      all_logits, tap_layers_.empty() ? nullptr : &taps);
       kv_.set_n_past(n_past() + m);
     }
-    if (n > 1) add_prompt_checkpoint(start + n);  // where the reply to a prompt starts
+    if (n > 1) checkpoints_.add_prompt(start + n, state_);  // where the reply to a prompt starts
   } catch (...) {
     // back to the state before the call (the checkpoint just taken, or recompute)
     tokens_.resize(static_cast<size_t>(start));
@@ -158,7 +121,7 @@ std::vector<std::span<const float>> Qwen35Session::decode_batch(
       s.taps_.assign(tap_begin,
                      tap_begin + static_cast<std::ptrdiff_t>(tokens[i].size() * tap_row));
       first_token += tokens[i].size();
-      if (tokens[i].size() > 1) s.add_prompt_checkpoint(s.n_past());
+      if (tokens[i].size() > 1) s.checkpoints_.add_prompt(s.n_past(), s.state_);
     }
     return out;
   } catch (...) {
@@ -191,20 +154,13 @@ void Qwen35Session::rollback(int64_t n) {
 }
 
 void Qwen35Session::restore(int64_t n) {
-  // drop checkpoints past n; the newest remaining one (position ≤ n) is where to restart
-  while (!checkpoints_.empty() && checkpoints_.back().pos > n) checkpoints_.pop_back();
-  while (!prompt_checkpoints_.empty() && prompt_checkpoints_.back().pos > n)
-    prompt_checkpoints_.pop_back();
-  const Checkpoint* from = nullptr;
-  if (!checkpoints_.empty()) from = &checkpoints_.back();
-  if (!prompt_checkpoints_.empty() && (!from || prompt_checkpoints_.back().pos > from->pos))
-    from = &prompt_checkpoints_.back();
-  if (from == nullptr) {
-    state_.clear();
-    recompute(0, n);
-  } else {
+  // the newest checkpoint at or before n is where to restart (the later ones are dropped)
+  if (const auto* from = checkpoints_.restore_point(n)) {
     state_ = from->state;
     recompute(from->pos, n);
+  } else {
+    state_.clear();
+    recompute(0, n);
   }
 }
 
@@ -226,24 +182,18 @@ void Qwen35Session::copy_prefix(const Qwen35Session& other, int64_t n) {
   kv_.copy_prefix(other.kv_, other.n_past());
   state_ = other.state_;
   checkpoints_ = other.checkpoints_;
-  prompt_checkpoints_ = other.prompt_checkpoints_;
   tokens_ = other.tokens_;
   rollback(n);
 }
 
 size_t Qwen35Session::recurrent_memory_bytes() const {
   size_t bytes = state_.bytes();
-  for (const Checkpoint& c : checkpoints_) bytes += c.state.bytes();
-  for (const Checkpoint& c : prompt_checkpoints_) bytes += c.state.bytes();
+  checkpoints_.for_each([&](const Qwen35State& c) { bytes += c.bytes(); });
   return bytes;
 }
 
 std::vector<int64_t> Qwen35Session::checkpoint_positions() const {
-  std::vector<int64_t> out;
-  for (const Checkpoint& c : checkpoints_) out.push_back(c.pos);
-  for (const Checkpoint& c : prompt_checkpoints_) out.push_back(c.pos);
-  std::sort(out.begin(), out.end());
-  return out;
+  return checkpoints_.positions();
 }
 
 }  // namespace boltrt

@@ -3,7 +3,8 @@
 // A sequence's memory is the KV cache of the full-attention layers plus the recurrent state of
 // the Gated DeltaNet layers (conv window and delta state, constant size; shared/docs/qwen35.md
 // §5). The KV cache rolls back by truncation; the recurrent state cannot be run backwards
-// (§5.3), so the session keeps:
+// (§5.3), so the session keeps (runtime/recurrent_checkpoints.h, the policy the CUDA session
+// shares):
 //   * the token history, and
 //   * state checkpoints: a copy of the recurrent state taken at the start of each decode() call
 //     (the most recent SessionOptions::recurrent_checkpoints of them).
@@ -27,6 +28,7 @@
 #include "model/qwen35.h"
 #include "runtime/kv_cache.h"
 #include "runtime/language_model.h"
+#include "runtime/recurrent_checkpoints.h"
 #include "runtime/session_options.h"
 
 namespace boltrt {
@@ -72,14 +74,8 @@ class Qwen35Session : public LanguageModel {
   std::vector<int64_t> checkpoint_positions() const;
 
  private:
-  struct Checkpoint {
-    int64_t pos = 0;
-    Qwen35State state;
-  };
   // Records the state before a call that appends n tokens at `start` (validated).
   void begin_call(std::span<const int32_t> tokens);
-  // Keeps the current state as a prompt checkpoint at position pos (thinning the oldest ones).
-  void add_prompt_checkpoint(int64_t pos);
   // Brings the recurrent state to position n (≤ tokens_.size()) from the newest checkpoint ≤ n,
   // or from zero; the KV cache ends at n.
   void restore(int64_t n);
@@ -89,13 +85,10 @@ class Qwen35Session : public LanguageModel {
   const Qwen35Model& model_;
   ThreadPool* pool_;
   int64_t n_batch_;
-  int64_t max_checkpoints_;
-  int64_t max_prompt_checkpoints_;
   KvCache kv_;
   Qwen35State state_;
-  std::vector<Checkpoint> checkpoints_;         // decode-call starts, increasing positions
-  std::vector<Checkpoint> prompt_checkpoints_;  // increasing positions
-  std::vector<int32_t> tokens_;                 // history: tokens_[p] is the token at position p
+  RecurrentCheckpoints<Qwen35State> checkpoints_;
+  std::vector<int32_t> tokens_;  // history: tokens_[p] is the token at position p
   std::vector<int32_t> tap_layers_;
   std::vector<float> taps_;  // [n_tokens][tap_layers_][D] of the last decode call
   Qwen35Workspace workspace_;
