@@ -255,6 +255,27 @@ TEST_F(CudaQwen35Session, BatchInvariantAndRollsBackToCheckpoints) {
       ASSERT_TRUE(std::equal(row.begin(), row.end(), one_by_one[i - 12].begin()))
           << "token " << i << " after rollback";
     }
+    // prompt checkpoints (serve, chat): a 40-token prompt in micro-batches of 16 keeps the state
+    // at 16, 32 and 40; a rollback to 35 restores 32 and re-runs 3 tokens, and then decodes the
+    // bits a fresh session fed the first 35 tokens (chunks 16, 16, 3) decodes
+    {
+      SessionOptions po = so;
+      po.prompt_checkpoints = 4;
+      std::vector<int32_t> long_prompt(40);
+      for (int32_t& t : long_prompt) t = static_cast<int32_t>(rng() % static_cast<uint32_t>(V));
+      cuda::Qwen35CudaSession chat(device, po);
+      chat.decode(long_prompt);
+      EXPECT_EQ(chat.checkpoint_positions(), (std::vector<int64_t>{16, 32, 40}));
+      chat.rollback(35);
+      EXPECT_EQ(chat.checkpoint_positions(), (std::vector<int64_t>{16, 32}));
+      const auto again = chat.decode(std::span<const int32_t>(&tokens[0], 1));
+      const std::vector<float> again_copy(again.begin(), again.end());
+      cuda::Qwen35CudaSession fresh(device, po);
+      fresh.decode(std::span<const int32_t>(long_prompt.data(), 35));
+      const auto want = fresh.decode(std::span<const int32_t>(&tokens[0], 1));
+      EXPECT_TRUE(std::equal(want.begin(), want.end(), again_copy.begin(), again_copy.end()))
+          << "the token after a rollback to a prompt checkpoint";
+    }
     // bad input leaves the session where it was
     EXPECT_THROW(batched.decode(std::vector<int32_t>{static_cast<int32_t>(V)}), Error);
     EXPECT_EQ(batched.n_past(), 20);

@@ -17,6 +17,7 @@
 #include "gguf/gguf.h"
 #include "model/qwen35.h"
 #include "ops.cuh"
+#include "runtime/recurrent_checkpoints.h"
 #include "util/error.h"
 
 namespace boltrt::cuda {
@@ -165,19 +166,52 @@ int Qwen35CudaModel::converted_tensors() const {
 
 // ---- session -----------------------------------------------------------------------------------
 
+namespace {
+
+// One copy of a sequence's recurrent state (conv windows, then delta states) in device memory,
+// copied on the session's stream: RecurrentCheckpoints keeps its checkpoints with these copies
+// (a copy constructor allocates, a copy assignment reuses the destination).
+class DeviceState {
+ public:
+  DeviceState(size_t bytes, cudaStream_t stream) : buffer_(bytes), bytes_(bytes), stream_(stream) {}
+  DeviceState(const DeviceState& o) : buffer_(o.bytes_), bytes_(o.bytes_), stream_(o.stream_) {
+    copy_from(o);
+  }
+  DeviceState& operator=(const DeviceState& o) {
+    if (this != &o) copy_from(o);
+    return *this;
+  }
+  DeviceState(DeviceState&&) noexcept = default;
+  DeviceState& operator=(DeviceState&&) noexcept = default;
+  void clear() { check(cudaMemsetAsync(buffer_.data(), 0, bytes_, stream_), "state clear"); }
+  void* data() const { return buffer_.data(); }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  void copy_from(const DeviceState& o) {
+    if (o.bytes_ != bytes_) fail("recurrent state copy between sizes {} and {}", o.bytes_, bytes_);
+    check(cudaMemcpyAsync(buffer_.data(), o.buffer_.data(), bytes_, cudaMemcpyDeviceToDevice,
+                          stream_),
+          "state copy");
+  }
+  DeviceBuffer buffer_;
+  size_t bytes_ = 0;
+  cudaStream_t stream_ = nullptr;
+};
+
+}  // namespace
+
 struct Qwen35CudaSession::State {
   cudaStream_t stream = nullptr;
   kernels::KvFormat kv_format = kernels::KvFormat::kF16;
   DeviceBuffer kv;             // K and V of every attention layer, n_ctx cells each
   std::vector<uint8_t*> k, v;  // per KV layer
-  DeviceBuffer recurrent;      // conv windows [n_gdn][C][Kc-1], then delta states
+  // the live recurrent state (conv windows [n_gdn][C][Kc-1], then the delta states) and its
+  // checkpoints
+  std::unique_ptr<DeviceState> recurrent;
   float *conv = nullptr, *delta = nullptr;
   size_t recurrent_bytes = 0;
-  struct Checkpoint {
-    int64_t pos = 0;
-    DeviceBuffer state;  // a copy of `recurrent`
-  };
-  std::vector<Checkpoint> checkpoints;  // decode-call starts, increasing positions
+  RecurrentCheckpoints<DeviceState> checkpoints{0, 0};
   DeviceBuffer scratch;
   float *h = nullptr, *a = nullptr, *o = nullptr, *big = nullptr, *q = nullptr, *gate = nullptr;
   float *kx = nullptr, *vx = nullptr, *z = nullptr, *u = nullptr, *attn = nullptr, *up = nullptr;
@@ -214,7 +248,10 @@ Qwen35CudaSession::Qwen35CudaSession(std::shared_ptr<const Qwen35CudaModel> mode
   }
   n_ctx_ = clamp_context(options.n_ctx, c.n_ctx_train);
   n_batch_ = std::max<int64_t>(1, std::min({options.n_batch, kMaxBatch, n_ctx_}));
-  max_checkpoints_ = std::max<int64_t>(0, options.recurrent_checkpoints);
+  s.checkpoints =
+      RecurrentCheckpoints<DeviceState>(options.recurrent_checkpoints, options.prompt_checkpoints);
+  const int64_t state_copies = 1 + std::max<int64_t>(0, options.recurrent_checkpoints) +
+                               std::max<int64_t>(0, options.prompt_checkpoints);
   s.kv_format =
       options.kv_type == KvType::Q8_0 ? kernels::KvFormat::kQ8_0 : kernels::KvFormat::kF16;
 
@@ -272,13 +309,13 @@ Qwen35CudaSession::Qwen35CudaSession(std::shared_ptr<const Qwen35CudaModel> mode
     size_t free_bytes = 0, total_bytes = 0;
     check(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
     const size_t need =
-        kv_bytes + s.recurrent_bytes * static_cast<size_t>(1 + max_checkpoints_) + scratch_bytes;
+        kv_bytes + s.recurrent_bytes * static_cast<size_t>(state_copies) + scratch_bytes;
     const std::string what = fmt::format(
-        "the KV cache for {} tokens ({}, {}), the recurrent state with {} checkpoints ({}) and {} "
+        "the KV cache for {} tokens ({}, {}), the recurrent state and up to {} copies of it ({}) "
+        "and {} "
         "of scratch for batches of {}",
-        n_ctx_, kv_type_name(options.kv_type), mib(kv_bytes), max_checkpoints_,
-        mib(s.recurrent_bytes * static_cast<size_t>(1 + max_checkpoints_)), mib(scratch_bytes),
-        n_batch_);
+        n_ctx_, kv_type_name(options.kv_type), mib(kv_bytes), state_copies - 1,
+        mib(s.recurrent_bytes * static_cast<size_t>(state_copies)), mib(scratch_bytes), n_batch_);
     if (std::string why = device_memory_shortfall(what, need, free_bytes, total_bytes);
         !why.empty()) {
       fail("{} (the weights hold {}; try a smaller --ctx-size)", why, mib(model_->weight_bytes()));
@@ -291,11 +328,11 @@ Qwen35CudaSession::Qwen35CudaSession(std::shared_ptr<const Qwen35CudaModel> mode
     s.k.push_back(base);
     s.v.push_back(base + v_offset[i]);
   }
-  s.recurrent = DeviceBuffer(s.recurrent_bytes);
-  s.conv = static_cast<float*>(s.recurrent.data());
-  s.delta = reinterpret_cast<float*>(static_cast<uint8_t*>(s.recurrent.data()) +
+  s.recurrent = std::make_unique<DeviceState>(s.recurrent_bytes, s.stream);
+  s.conv = static_cast<float*>(s.recurrent->data());
+  s.delta = reinterpret_cast<float*>(static_cast<uint8_t*>(s.recurrent->data()) +
                                      align_up(conv_floats * 4));
-  check(cudaMemsetAsync(s.recurrent.data(), 0, s.recurrent_bytes, s.stream), "state clear");
+  s.recurrent->clear();
 
   s.scratch = DeviceBuffer(scratch_bytes);
   auto* p = static_cast<uint8_t*>(s.scratch.data());
@@ -327,15 +364,14 @@ int64_t Qwen35CudaSession::n_vocab() const {
 
 size_t Qwen35CudaSession::device_bytes() const {
   const State& s = *state_;
-  size_t bytes = s.kv.size() + s.recurrent.size() + s.scratch.size() + s.logit_buffer.size();
-  for (const State::Checkpoint& c : s.checkpoints) bytes += c.state.size();
+  size_t bytes = s.kv.size() + s.recurrent->bytes() + s.scratch.size() + s.logit_buffer.size() +
+                 s.tap_buffer.size();
+  s.checkpoints.for_each([&](const DeviceState& c) { bytes += c.bytes(); });
   return bytes;
 }
 
 std::vector<int64_t> Qwen35CudaSession::checkpoint_positions() const {
-  std::vector<int64_t> out;
-  for (const State::Checkpoint& c : state_->checkpoints) out.push_back(c.pos);
-  return out;
+  return state_->checkpoints.positions();
 }
 
 std::span<const float> Qwen35CudaSession::decode(std::span<const int32_t> tokens, bool all_logits) {
@@ -350,35 +386,21 @@ std::span<const float> Qwen35CudaSession::decode(std::span<const int32_t> tokens
     if (t < 0 || t >= V) fail("decode: token id {} outside the vocabulary [0, {})", t, V);
   }
   const int64_t start = n_past_;
-  // a device copy of the state before this call (position 0 needs none: the zero state); the
-  // oldest checkpoint's buffer is reused once there are max_checkpoints_
-  if (max_checkpoints_ > 0 && start > 0 &&
-      (s.checkpoints.empty() || s.checkpoints.back().pos != start)) {
-    State::Checkpoint c;
-    if (static_cast<int64_t>(s.checkpoints.size()) == max_checkpoints_) {
-      c = std::move(s.checkpoints.front());
-      s.checkpoints.erase(s.checkpoints.begin());
-    } else {
-      c.state = DeviceBuffer(s.recurrent_bytes);
-    }
-    c.pos = start;
-    check(cudaMemcpyAsync(c.state.data(), s.recurrent.data(), s.recurrent_bytes,
-                          cudaMemcpyDeviceToDevice, s.stream),
-          "state checkpoint");
-    s.checkpoints.push_back(std::move(c));
-  }
+  s.checkpoints.begin_call(start, n, *s.recurrent);
   tokens_.resize(static_cast<size_t>(start));
   tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
   logits_.resize(static_cast<size_t>((all_logits ? n : 1) * V));
   taps_.clear();
   try {
     for (int64_t done = 0; done < n; done += n_batch_) {
+      if (done > 0) s.checkpoints.add_prompt(start + done, *s.recurrent);  // after `done` tokens
       const int64_t m = std::min(n_batch_, n - done);
       const bool last_chunk = done + m == n;
       float* out = all_logits ? logits_.data() + done * V : (last_chunk ? logits_.data() : nullptr);
       forward(tokens.data() + done, m, n_past_, all_logits, out, /*capture=*/true);
       n_past_ += m;
     }
+    if (n > 1) s.checkpoints.add_prompt(start + n, *s.recurrent);  // where a reply starts
   } catch (...) {
     tokens_.resize(static_cast<size_t>(start));
     n_past_ = start;
@@ -397,15 +419,12 @@ void Qwen35CudaSession::rollback(int64_t n) {
 
 void Qwen35CudaSession::restore(int64_t n) {
   State& s = *state_;
-  while (!s.checkpoints.empty() && s.checkpoints.back().pos > n) s.checkpoints.pop_back();
   int64_t from = 0;
-  if (s.checkpoints.empty()) {
-    check(cudaMemsetAsync(s.recurrent.data(), 0, s.recurrent_bytes, s.stream), "state clear");
+  if (const auto* point = s.checkpoints.restore_point(n)) {
+    from = point->pos;
+    *s.recurrent = point->state;
   } else {
-    from = s.checkpoints.back().pos;
-    check(cudaMemcpyAsync(s.recurrent.data(), s.checkpoints.back().state.data(), s.recurrent_bytes,
-                          cudaMemcpyDeviceToDevice, s.stream),
-          "state restore");
+    s.recurrent->clear();
   }
   // re-run [from, n): the KV rows are rewritten with the same values, the state advances
   for (int64_t p = from; p < n; p += n_batch_) {

@@ -8,11 +8,11 @@
 // attention; the delta rule runs as its recurrence at every batch size.
 //
 // Rollback (speculative decoding, prefix reuse): the KV cache truncates; the recurrent state
-// cannot run backwards, so the session keeps the token history and device copies of the state
-// at the start of its last SessionOptions::recurrent_checkpoints decode calls, and re-runs the
-// tokens from the newest checkpoint at or before the target (from position 0 when none is).
-// Not yet here (CPU only): prompt checkpoints for cheap rollback into a long prompt, CUDA
-// graphs for single-token decode.
+// cannot run backwards, so the session keeps the token history and device copies of the state,
+// with the CPU session's policy (runtime/recurrent_checkpoints.h: at the start of the last
+// SessionOptions::recurrent_checkpoints decode calls, and prompt checkpoints spread over each
+// prompt for serve and chat), and re-runs the tokens from the newest checkpoint at or before the
+// target (from position 0 when none is). Not yet here: CUDA graphs for single-token decode.
 //
 // Plain C++ header (no CUDA types), built only with CUDA; other code reaches it through
 // backend/device.h.
@@ -91,7 +91,7 @@ class Qwen35CudaSession : public LanguageModel {
 
   // KV cache + recurrent state + its checkpoints + scratch of this session.
   size_t device_bytes() const;
-  // Positions of the state checkpoints held, oldest first (tests).
+  // Positions of the state checkpoints held (both kinds), ascending (tests).
   std::vector<int64_t> checkpoint_positions() const;
 
  private:
@@ -109,7 +109,6 @@ class Qwen35CudaSession : public LanguageModel {
 
   std::shared_ptr<const Qwen35CudaModel> model_;
   int64_t n_ctx_ = 0, n_batch_ = 0, n_past_ = 0;
-  int64_t max_checkpoints_ = 0;
   std::unique_ptr<State> state_;
   std::vector<int32_t> tokens_;  // history: tokens_[p] is the token at position p
   std::vector<float> logits_;
