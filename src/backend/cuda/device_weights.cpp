@@ -28,6 +28,25 @@ std::string device_memory_shortfall(const std::string& what, size_t need, size_t
                      mib(need), mib(free_bytes), mib(total_bytes), mib(need - free_bytes));
 }
 
+cudaGraphExec_t capture_graph(cudaStream_t stream, const std::function<void()>& enqueue) {
+  check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "graph capture");
+  cudaGraph_t graph = nullptr;
+  try {
+    enqueue();
+  } catch (...) {
+    cudaStreamEndCapture(stream, &graph);
+    if (graph) cudaGraphDestroy(graph);
+    cudaGetLastError();
+    throw;
+  }
+  check(cudaStreamEndCapture(stream, &graph), "graph capture");
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t status = cudaGraphInstantiate(&exec, graph, 0);
+  cudaGraphDestroy(graph);
+  check(status, "graph instantiate");
+  return exec;
+}
+
 DeviceMatrix* Uploader::matrix(const WeightView& w, float scale, DeviceMatrix* out) {
   if (!w.data) return out;
   out->rows = w.rows;

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -36,6 +37,20 @@ std::string mib(size_t bytes);
 // F MiB of T MiB free (short by S MiB)".
 std::string device_memory_shortfall(const std::string& what, size_t need, size_t free_bytes,
                                     size_t total_bytes);
+
+// The context bucket of a token at `pos`: its keys rounded up to a power of two from 256. A
+// decode graph serves one bucket, and the split-KV attention of a token splits its keys as the
+// bucket's graph does, with or without graphs (so a row's bits do not depend on the batch it is
+// in nor on whether graphs are on).
+inline int64_t decode_bucket(int64_t pos) {
+  int64_t bucket = 256;
+  while (bucket < pos + 1) bucket *= 2;
+  return bucket;
+}
+
+// Captures what `enqueue` queues on `stream` as a CUDA graph and instantiates it (a decode step
+// replayed for every token of a context bucket). A throw inside enqueue ends the capture first.
+cudaGraphExec_t capture_graph(cudaStream_t stream, const std::function<void()>& enqueue);
 
 // A weight matrix in device memory: y[n][rows] = x[n][cols] W^T (times scale).
 struct DeviceMatrix {

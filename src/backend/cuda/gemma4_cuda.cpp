@@ -25,18 +25,6 @@
 #include "util/error.h"
 
 namespace boltrt::cuda {
-namespace {
-
-// The context bucket of a token at `pos`: its keys rounded up to a power of two from 256. A
-// decode graph serves one bucket, and the split-KV attention of a token splits its keys as the
-// bucket's graph does, with or without graphs.
-int64_t decode_bucket(int64_t pos) {
-  int64_t bucket = 256;
-  while (bucket < pos + 1) bucket *= 2;
-  return bucket;
-}
-
-}  // namespace
 
 struct Gemma4CudaModel::Weights {
   struct Layer {
@@ -547,21 +535,8 @@ void Gemma4CudaSession::forward(const int32_t* tokens, int64_t n, int64_t pos0, 
     *s.host_pos = pos0;
     auto it = s.graphs.find(bucket);
     if (it == s.graphs.end()) {
-      check(cudaStreamBeginCapture(s.stream, cudaStreamCaptureModeThreadLocal), "graph capture");
-      cudaGraph_t graph = nullptr;
-      try {
-        enqueue(1, pos0, 1, /*device_pos=*/true, bucket);
-      } catch (...) {
-        cudaStreamEndCapture(s.stream, &graph);
-        if (graph) cudaGraphDestroy(graph);
-        cudaGetLastError();
-        throw;
-      }
-      check(cudaStreamEndCapture(s.stream, &graph), "graph capture");
-      cudaGraphExec_t exec = nullptr;
-      const cudaError_t status = cudaGraphInstantiate(&exec, graph, 0);
-      cudaGraphDestroy(graph);
-      check(status, "graph instantiate");
+      const cudaGraphExec_t exec =
+          capture_graph(s.stream, [&] { enqueue(1, pos0, 1, /*device_pos=*/true, bucket); });
       it = s.graphs.emplace(bucket, exec).first;
     }
     check(cudaGraphLaunch(it->second, s.stream), "graph launch");

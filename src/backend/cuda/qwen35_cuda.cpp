@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <string>
 
 #include "backend/cpu/imrope.h"
@@ -21,18 +22,6 @@
 #include "util/error.h"
 
 namespace boltrt::cuda {
-namespace {
-
-// The context bucket of a token at `pos` (as in gemma4_cuda.cpp): the split-KV decode attention
-// of a token splits its keys by this bucket whatever batch the token is in, so a row's bits do
-// not depend on the batch.
-int64_t decode_bucket(int64_t pos) {
-  int64_t bucket = 256;
-  while (bucket < pos + 1) bucket *= 2;
-  return bucket;
-}
-
-}  // namespace
 
 struct Qwen35CudaModel::Weights {
   struct Layer {
@@ -230,7 +219,20 @@ struct Qwen35CudaSession::State {
   float *tap = nullptr, *host_tap = nullptr;
   bool use_prefill_kernels = true;  // BOLTRT_CUDA_GEMM=0: batches through GEMV only
   std::unique_ptr<CublasLinear> cublas;
+  // Decode as CUDA graphs (BOLTRT_CUDA_GRAPHS=0: kernel by kernel): the one-token forward pass
+  // captured once per (context bucket, taps on/off) and replayed for every token of the bucket;
+  // the kernels that depend on the position read it from `pos` on the device. A graph holds the
+  // buffer addresses of its capture, so growing a buffer drops them.
+  bool use_graphs = true;
+  int64_t* pos = nullptr;       // device: the position of the single token
+  int64_t* host_pos = nullptr;  // pinned staging for it
+  std::map<int64_t, cudaGraphExec_t> graphs;
+  void drop_graphs() {
+    for (auto& [key, exec] : graphs) cudaGraphExecDestroy(exec);
+    graphs.clear();
+  }
   ~State() {
+    drop_graphs();
     cublas.reset();
     if (stream) cudaStreamDestroy(stream);
   }
@@ -300,7 +302,8 @@ Qwen35CudaSession::Qwen35CudaSession(std::shared_ptr<const Qwen35CudaModel> mode
                                        B * Hv,  // alpha beta_in gamma beta
                                        partial_floats,
                                        (blas_halves + 1) / 2,
-                                       B};  // partials, blas, tokens
+                                       B,   // int32 tokens
+                                       2};  // int64 position
   size_t scratch_bytes = 0;
   for (int64_t f : floats) scratch_bytes += align_up(static_cast<size_t>(f) * 4);
 
@@ -339,14 +342,20 @@ Qwen35CudaSession::Qwen35CudaSession(std::shared_ptr<const Qwen35CudaModel> mode
   float** slots[] = {&s.h,     &s.a,       &s.o,     &s.big,  &s.q,        &s.gate,
                      &s.kx,    &s.vx,      &s.z,     &s.u,    &s.attn,     &s.up,
                      &s.alpha, &s.beta_in, &s.gamma, &s.beta, &s.partials, &s.blas_scratch};
-  if (std::size(slots) + 1 != floats.size()) fail("session scratch plan out of step");
+  if (std::size(slots) + 2 != floats.size()) fail("session scratch plan out of step");
   for (size_t i = 0; i < std::size(slots); ++i) {
     *slots[i] = reinterpret_cast<float*>(p);
     p += align_up(static_cast<size_t>(floats[i]) * 4);
   }
   s.tokens = reinterpret_cast<int32_t*>(p);
-  s.host_tokens_buffer = PinnedBuffer(static_cast<size_t>(B) * 4);
+  s.pos = reinterpret_cast<int64_t*>(p + align_up(static_cast<size_t>(B) * 4));
+  s.host_tokens_buffer = PinnedBuffer(align_up(static_cast<size_t>(B) * 4) + sizeof(int64_t));
   s.host_tokens = static_cast<int32_t*>(s.host_tokens_buffer.data());
+  s.host_pos = reinterpret_cast<int64_t*>(static_cast<uint8_t*>(s.host_tokens_buffer.data()) +
+                                          align_up(static_cast<size_t>(B) * 4));
+  if (const char* env = std::getenv("BOLTRT_CUDA_GRAPHS"); env && std::string(env) == "0") {
+    s.use_graphs = false;
+  }
   if (const char* env = std::getenv("BOLTRT_CUDA_GEMM"); env && std::string(env) == "0") {
     s.use_prefill_kernels = false;
   }
@@ -441,6 +450,7 @@ void Qwen35CudaSession::set_tap_layers(std::vector<int32_t> layers) {
     if (k < 0 || k > L) fail("set_tap_layers: layer {} outside [0, {}]", k, L);
   }
   State& s = *state_;
+  s.drop_graphs();  // they captured the old tap copies (or none)
   tap_layers_ = std::move(layers);
   taps_.clear();
   const size_t floats =
@@ -458,7 +468,8 @@ void Qwen35CudaSession::forward(const int32_t* tokens, int64_t n, int64_t pos0, 
   check(cudaSetDevice(model_->device().index), "cudaSetDevice");
   std::memcpy(s.host_tokens, tokens, static_cast<size_t>(n) * 4);
   const int64_t rows = logits ? (all_logits ? n : 1) : 0;
-  if (rows > s.logit_rows) {
+  if (rows > s.logit_rows) {  // all_logits: grow the logits buffers to the rows asked for
+    s.drop_graphs();          // they captured the old addresses
     s.logit_buffer = DeviceBuffer(static_cast<size_t>(rows * V) * 4);
     s.host_logit_buffer = PinnedBuffer(static_cast<size_t>(rows * V) * 4);
     s.logit_rows = rows;
@@ -466,7 +477,21 @@ void Qwen35CudaSession::forward(const int32_t* tokens, int64_t n, int64_t pos0, 
     s.host_logits = static_cast<float*>(s.host_logit_buffer.data());
   }
   capture = capture && !tap_layers_.empty();
-  enqueue(n, pos0, rows, capture);
+  if (n == 1 && rows == 1 && s.use_graphs) {
+    // one token: replay the graph of its context bucket, capturing it on first use
+    const int64_t bucket = decode_bucket(pos0);
+    const int64_t key = 2 * bucket + (capture ? 1 : 0);
+    *s.host_pos = pos0;
+    auto it = s.graphs.find(key);
+    if (it == s.graphs.end()) {
+      const cudaGraphExec_t exec = capture_graph(
+          s.stream, [&] { enqueue(1, pos0, 1, capture, /*device_pos=*/true, bucket); });
+      it = s.graphs.emplace(key, exec).first;
+    }
+    check(cudaGraphLaunch(it->second, s.stream), "graph launch");
+  } else {
+    enqueue(n, pos0, rows, capture, /*device_pos=*/false, 0);
+  }
   // ends synchronised: the pinned staging is reused by the next call, and a device fault
   // surfaces here as one error
   check(cudaStreamSynchronize(s.stream), "forward");
@@ -484,7 +509,8 @@ void Qwen35CudaSession::forward(const int32_t* tokens, int64_t n, int64_t pos0, 
   }
 }
 
-void Qwen35CudaSession::enqueue(int64_t n, int64_t pos0, int64_t logit_rows, bool capture) {
+void Qwen35CudaSession::enqueue(int64_t n, int64_t pos0, int64_t logit_rows, bool capture,
+                                bool device_pos, int64_t split_keys) {
   const Qwen35Model& host = model_->host();
   const Qwen35Config& c = host.config();
   const Qwen35CudaModel::Weights& w = model_->weights();
@@ -496,6 +522,14 @@ void Qwen35CudaSession::enqueue(int64_t n, int64_t pos0, int64_t logit_rows, boo
   const float eps = c.rms_eps;
   const GemmPath gemm{s.use_prefill_kernels, s.cublas.get(), s.blas_scratch};
   const float theta_scale = std::pow(c.rope_base, -2.0f / static_cast<float>(c.n_rot));
+
+  // device_pos: the kernels read the position from s.pos (a graph replays for any position)
+  const int64_t* dpos = nullptr;
+  if (device_pos) {
+    check(cudaMemcpyAsync(s.pos, s.host_pos, sizeof(int64_t), cudaMemcpyHostToDevice, st),
+          "position upload");
+    dpos = s.pos;
+  }
 
   // --- 4.1 embeddings: h = token_embd[tok], no scaling                           h [n][D]
   check(cudaMemcpyAsync(s.tokens, s.host_tokens, static_cast<size_t>(n) * 4, cudaMemcpyHostToDevice,
@@ -558,22 +592,22 @@ void Qwen35CudaSession::enqueue(int64_t n, int64_t pos0, int64_t logit_rows, boo
       check(kernels::launch_rms_norm(s.q, layer.attn_q_norm, n * H, hd, eps, s.q, st), "q_norm");
       check(kernels::launch_rms_norm(s.kx, layer.attn_k_norm, n * Hkv, hd, eps, s.kx, st),
             "k_norm");
-      check(
-          kernels::launch_rope_neox(s.q, n, H, hd, c.n_rot, pos0, theta_scale, w.rope_factors, st),
-          "rope q");
+      check(kernels::launch_rope_neox(s.q, n, H, hd, c.n_rot, pos0, theta_scale, w.rope_factors, st,
+                                      dpos),
+            "rope q");
       check(kernels::launch_rope_neox(s.kx, n, Hkv, hd, c.n_rot, pos0, theta_scale, w.rope_factors,
-                                      st),
+                                      st, dpos),
             "rope k");
       uint8_t* k_cache = s.k[static_cast<size_t>(kv_layer)];
       uint8_t* v_cache = s.v[static_cast<size_t>(kv_layer)];
       if (s.kv_format == kernels::KvFormat::kQ8_0) {
         check(kernels::launch_kv_store_q8_0(s.kx, s.vx, n, Hkv * hd, pos0, n_ctx_, k_cache, v_cache,
-                                            st),
+                                            st, dpos),
               "kv store");
       } else {
         check(kernels::launch_kv_store(s.kx, s.vx, n, Hkv * hd, pos0, n_ctx_,
                                        reinterpret_cast<uint16_t*>(k_cache),
-                                       reinterpret_cast<uint16_t*>(v_cache), st),
+                                       reinterpret_cast<uint16_t*>(v_cache), st, dpos),
               "kv store");
       }
       const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
@@ -586,11 +620,12 @@ void Qwen35CudaSession::enqueue(int64_t n, int64_t pos0, int64_t logit_rows, boo
         // one launch per token, split by its context bucket: a row's bits do not depend on
         // the batch it is in
         for (int64_t t = 0; t < n; ++t) {
-          const int n_split = kernels::attention_split_count(decode_bucket(pos0 + t), 1, H);
+          const int64_t bucket = device_pos ? split_keys : decode_bucket(pos0 + t);
+          const int n_split = kernels::attention_split_count(bucket, 1, H);
           check(kernels::launch_attention_decode(s.q + t * H * hd, k_cache, v_cache, 1, pos0 + t,
                                                  n_ctx_, H, Hkv, hd, /*window=*/0, scale,
                                                  /*cap=*/0.0f, n_split, s.partials,
-                                                 s.attn + t * H * hd, st, nullptr, s.kv_format),
+                                                 s.attn + t * H * hd, st, dpos, s.kv_format),
                 "attention");
         }
       }

@@ -12,7 +12,8 @@
 // with the CPU session's policy (runtime/recurrent_checkpoints.h: at the start of the last
 // SessionOptions::recurrent_checkpoints decode calls, and prompt checkpoints spread over each
 // prompt for serve and chat), and re-runs the tokens from the newest checkpoint at or before the
-// target (from position 0 when none is). Not yet here: CUDA graphs for single-token decode.
+// target (from position 0 when none is). Single-token decode replays a CUDA graph per context
+// bucket (BOLTRT_CUDA_GRAPHS=0 launches kernel by kernel).
 //
 // Plain C++ header (no CUDA types), built only with CUDA; other code reaches it through
 // backend/device.h.
@@ -101,8 +102,11 @@ class Qwen35CudaSession : public LanguageModel {
   // tokens to taps_. Ends synchronised.
   void forward(const int32_t* tokens, int64_t n, int64_t pos0, bool all_logits, float* logits,
                bool capture);
-  // Queues the layers of that forward pass on the session's stream.
-  void enqueue(int64_t n, int64_t pos0, int64_t logit_rows, bool capture);
+  // Queues the layers of that forward pass on the session's stream (also while a graph is being
+  // captured): device_pos makes the kernels read the position from device memory; split_keys
+  // (with device_pos) is the bucket the decode attention splits its keys by.
+  void enqueue(int64_t n, int64_t pos0, int64_t logit_rows, bool capture, bool device_pos,
+               int64_t split_keys);
   // Brings the recurrent state to position n (≤ history) from the newest checkpoint ≤ n, or
   // from zero; the KV cache then ends at n.
   void restore(int64_t n);
