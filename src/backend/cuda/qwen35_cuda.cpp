@@ -284,26 +284,28 @@ Qwen35CudaSession::Qwen35CudaSession(std::shared_ptr<const Qwen35CudaModel> mode
   const int64_t wide = std::max({2 * q_width, C, ff});  // q+gate, conv input, FFN gate
   const int64_t partial_floats = 512 * (hd + 2);        // split-KV states (<= 512 splits)
   const int64_t blas_halves = B * std::max({D, q_width, Hv * dv, ff});
-  const std::vector<int64_t> floats = {B * D,
-                                       B * D,
-                                       B * D,
-                                       B * wide,
-                                       B * q_width,  // h a o big q
-                                       B * std::max(q_width, ff),
-                                       B * kv_width,
-                                       B * kv_width,  // gate kx vx
-                                       B * Hv * dv,
-                                       B * C,
-                                       B * std::max(q_width, Hv * dv),
-                                       B * ff,  // z u attn up
-                                       B * Hv,
-                                       B * Hv,
-                                       B * Hv,
-                                       B * Hv,  // alpha beta_in gamma beta
-                                       partial_floats,
-                                       (blas_halves + 1) / 2,
-                                       B,   // int32 tokens
-                                       2};  // int64 position
+  // scratch slots in State's order (see the slots list below), in floats
+  const std::vector<int64_t> floats = {
+      B * D,                           // h
+      B * D,                           // a
+      B * D,                           // o
+      B * wide,                        // big: q+gate, conv input
+      B * q_width,                     // q
+      B * std::max(q_width, ff),       // gate: attention gate, FFN gate
+      B * kv_width,                    // kx
+      B * kv_width,                    // vx
+      B * Hv * dv,                     // z
+      B * C,                           // u: conv output
+      B * std::max(q_width, Hv * dv),  // attn: attention or delta-rule output
+      B * ff,                          // up
+      B * Hv,                          // alpha
+      B * Hv,                          // beta_in
+      B * Hv,                          // gamma
+      B * Hv,                          // beta
+      partial_floats,                  // split-KV partials
+      (blas_halves + 1) / 2,           // cuBLAS activations
+      B,                               // int32 tokens
+      2};                              // int64 position
   size_t scratch_bytes = 0;
   for (int64_t f : floats) scratch_bytes += align_up(static_cast<size_t>(f) * 4);
 
@@ -315,8 +317,7 @@ Qwen35CudaSession::Qwen35CudaSession(std::shared_ptr<const Qwen35CudaModel> mode
         kv_bytes + s.recurrent_bytes * static_cast<size_t>(state_copies) + scratch_bytes;
     const std::string what = fmt::format(
         "the KV cache for {} tokens ({}, {}), the recurrent state and up to {} copies of it ({}) "
-        "and {} "
-        "of scratch for batches of {}",
+        "and {} of scratch for batches of {}",
         n_ctx_, kv_type_name(options.kv_type), mib(kv_bytes), state_copies - 1,
         mib(s.recurrent_bytes * static_cast<size_t>(state_copies)), mib(scratch_bytes), n_batch_);
     if (std::string why = device_memory_shortfall(what, need, free_bytes, total_bytes);
