@@ -10,10 +10,9 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 ARCH=${1:-90}
 B=${BUILD_DIR:-build/gpu-prebuilt-sm$ARCH}
-TARGETS=(boltrt test_cuda_gemv test_cuda_ops test_cuda_math test_cuda_device test_cuda_gemma4
-         test_cuda_gemm test_cuda_moe test_dequant_sub32 test_cuda_parity test_cuda_dflash
-         test_cuda_qwen35 test_cuda_qwen35_ops
-         bench_cuda_gemv bench_cuda_gemm bench_cuda_attention bench_cuda_moe)
+# every CUDA test (tests/test_cuda_*.cpp), the Sub32 unpacker test and the CUDA benchmarks
+TARGETS=(boltrt test_dequant_sub32 $(cd tests && ls test_cuda_*.cpp | sed 's/\.cpp$//')
+         $(cd bench && ls bench_cuda_*.cpp | sed 's/\.cpp$//'))
 [[ -d .deps ]] || tools/pack-deps.sh
 cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBOLTRT_CUDA=ON -DBOLTRT_WERROR=ON \
   -DCMAKE_CUDA_ARCHITECTURES="$ARCH" -DBOLTRT_DEPS_DIR="$ROOT/.deps" >/dev/null

@@ -1,8 +1,7 @@
 // Copies of a sequence's recurrent state for rollback, for models whose state cannot run
-// backwards (Qwen3.5's Gated DeltaNet layers, shared/docs/qwen35.md §5.3). The policy every
-// backend's session shares (model/qwen35_session.cpp on the CPU, backend/cuda/qwen35_cuda.cpp on
-// the device); State is the backend's state type, copied with its copy constructor and copy
-// assignment (which reuses the destination's memory).
+// backwards (linear-attention / state-space layers). The policy every backend's session of such
+// a model shares, on the CPU and on the device; State is the backend's state type, copied with
+// its copy constructor and copy assignment (which reuses the destination's memory).
 //   * decode-call checkpoints: the state at the start of each decode call, the most recent
 //     `max_calls` of them (speculative decoding rolls back into the last verify batch);
 //   * prompt checkpoints (off when max_prompt is 0): the state at the start and end of each

@@ -21,7 +21,8 @@ struct SynthDraftArgs {
 void setup(CLI::App& sub) {
   auto args = std::make_shared<SynthDraftArgs>();
   auto& o = args->options;
-  sub.add_option("--dflash-for", args->target, "Target GGUF (gemma4, qwen35) the draft must fit")
+  sub.add_option("--dflash-for", args->target,
+                 "Target model GGUF the draft must fit (any architecture that takes drafts)")
       ->required();
   sub.add_option("--layers", o.n_layer, "Draft layers")->capture_default_str();
   sub.add_option("--heads", o.n_head, "Query heads")->capture_default_str();

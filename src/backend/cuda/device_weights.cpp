@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
+
 #include "backend/cuda/cublas_linear.h"
 #include "gemm_quant.cuh"
 #include "gemv_quant.cuh"
@@ -15,6 +17,25 @@ namespace boltrt::cuda {
 
 void check(cudaError_t status, const char* what) {
   if (status != cudaSuccess) fail("CUDA {}: {}", what, cudaGetErrorString(status));
+}
+
+DeviceInfo open_device(int index) {
+  std::string why;
+  auto info = probe_device(index, &why);
+  if (!info) fail("no usable CUDA device: {}", why);
+  return *info;
+}
+
+void append_taps(const float* host_tap, int64_t n, int64_t n_taps, int64_t n_batch, int64_t D,
+                 std::vector<float>& taps) {
+  const size_t at = taps.size();
+  taps.resize(at + static_cast<size_t>(n * n_taps * D));
+  for (int64_t t = 0; t < n; ++t) {
+    for (int64_t i = 0; i < n_taps; ++i) {
+      std::memcpy(taps.data() + at + static_cast<size_t>((t * n_taps + i) * D),
+                  host_tap + (i * n_batch + t) * D, static_cast<size_t>(D) * 4);
+    }
+  }
 }
 
 std::string mib(size_t bytes) {

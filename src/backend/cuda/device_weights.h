@@ -30,6 +30,14 @@ constexpr size_t kAlign = 256;
 inline size_t align_up(size_t n) {
   return (n + kAlign - 1) / kAlign * kAlign;
 }
+// Device `index` for a model upload, or one error ("no usable CUDA device: ...").
+DeviceInfo open_device(int index);
+
+// Appends the hidden-state taps a forward pass of n tokens left in pinned memory,
+// [n_taps][n_batch][D], to `taps` as [n][n_taps][D] (LanguageModel::taps order).
+void append_taps(const float* host_tap, int64_t n, int64_t n_taps, int64_t n_batch, int64_t D,
+                 std::vector<float>& taps);
+
 // "12.3 MiB"
 std::string mib(size_t bytes);
 

@@ -127,10 +127,7 @@ size_t qwen35_cuda_weight_bytes(const Qwen35Model& model) {
 
 Qwen35CudaModel::Qwen35CudaModel(const Qwen35Model& model, int device_index)
     : host_(model), weights_(std::make_unique<Weights>()) {
-  std::string why;
-  auto info = probe_device(device_index, &why);
-  if (!info) fail("no usable CUDA device: {}", why);
-  device_ = *info;
+  device_ = open_device(device_index);
   if (std::string reason = qwen35_unsupported_reason(model); !reason.empty()) {
     fail("{}: cannot run on CUDA: {}", model.file().path(), reason);
   }
@@ -497,16 +494,9 @@ void Qwen35CudaSession::forward(const int32_t* tokens, int64_t n, int64_t pos0, 
   // surfaces here as one error
   check(cudaStreamSynchronize(s.stream), "forward");
   if (logits) std::memcpy(logits, s.host_logits, static_cast<size_t>(rows * V) * 4);
-  if (capture) {  // [taps][n_batch][D] -> [n][taps][D], appended
-    const int64_t D = model_->host().config().n_embd, T = static_cast<int64_t>(tap_layers_.size());
-    const size_t at = taps_.size();
-    taps_.resize(at + static_cast<size_t>(n * T * D));
-    for (int64_t t = 0; t < n; ++t) {
-      for (int64_t i = 0; i < T; ++i) {
-        std::memcpy(taps_.data() + at + static_cast<size_t>((t * T + i) * D),
-                    s.host_tap + (i * n_batch_ + t) * D, static_cast<size_t>(D) * 4);
-      }
-    }
+  if (capture) {
+    append_taps(s.host_tap, n, static_cast<int64_t>(tap_layers_.size()), n_batch_,
+                model_->host().config().n_embd, taps_);
   }
 }
 
