@@ -350,7 +350,8 @@ TEST(Attention, ChunkedKeysEqualOnePass) {
 }
 
 // Each query row gets the same bits alone as in a batch of rows (decode = speculative verify =
-// prefill), with or without threads, at every head size the kernels special-case.
+// prefill), with or without threads, at every head size the kernels special-case, however the
+// jobs are grouped into kernel calls (up to 4 queries over the same keys).
 TEST(Attention, RowsOfABatchEqualOneTokenCallsBitForBit) {
   ThreadPool pool(2);
   struct Case {
@@ -359,7 +360,10 @@ TEST(Attention, RowsOfABatchEqualOneTokenCallsBitForBit) {
   for (const Case& c :
        {Case{8, 292, 300, 4, 1, 128, 0}, Case{8, 292, 300, 4, 1, 64, 128},
         Case{5, 60, 65, 8, 2, 256, 0}, Case{3, 20, 23, 4, 2, 24, 0}, Case{9, 31, 40, 4, 2, 48, 16},
-        Case{16, 100, 116, 8, 1, 512, 0}, Case{4, 10, 14, 3, 3, 20, 0}}) {
+        Case{16, 100, 116, 8, 1, 512, 0}, Case{4, 10, 14, 3, 3, 20, 0},
+        // one head per KV head (a token alone in its kernel call, rows of several tokens
+        // together in a batch) and three (a call of 2 + 1 alone, of 4 across tokens)
+        Case{6, 200, 206, 2, 2, 64, 0}, Case{7, 90, 97, 6, 2, 32, 0}}) {
     auto q = random_vector(static_cast<size_t>(c.n_tokens * c.H * c.hd), 31, 2.0f);
     auto k = random_vector(static_cast<size_t>(c.n_kv * c.Hkv * c.hd), 32, 2.0f);
     auto v = random_vector(static_cast<size_t>(c.n_kv * c.Hkv * c.hd), 33);

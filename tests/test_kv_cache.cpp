@@ -144,6 +144,19 @@ TEST(KvCache, AttentionOverTheViewEqualsAttentionOverReadRows) {
         in_place.finish(got.data());
         EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0)
             << kv_type_name(type) << " layer " << layer << (threads ? " 2 threads" : "");
+        // and each token alone (its heads in one kernel call, not grouped with other tokens)
+        const int64_t q_row = n_head * head_dim;
+        for (int64_t t = 0; t < n_tokens; ++t) {
+          cpu::AttentionAccumulator one;
+          std::vector<float> alone(static_cast<size_t>(q_row));
+          one.begin(1, n_head, head_dim);
+          one.add(q.data() + t * q_row, q_pos0 + t, view.k, view.v, end - begin, begin, n_head_kv,
+                  w, 0.125f, threads);
+          one.finish(alone.data());
+          EXPECT_EQ(std::memcmp(alone.data(), got.data() + t * q_row, alone.size() * sizeof(float)),
+                    0)
+              << kv_type_name(type) << " layer " << layer << " token " << t;
+        }
       }
     }
   }

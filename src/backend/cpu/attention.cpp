@@ -231,7 +231,6 @@ struct AttentionKernels {
   void dots(const float* q, const float* k, int64_t stride, int64_t count, int64_t head_dim,
             float* out) const {
 #if BOLTRT_OPS_X86
-    if (avx512) return detail::attention_dots_avx512(q, k, stride, count, head_dim, out);
     if (avx2_dots) {
       if (head_dim == 64) return scores_fixed<64>(q, k, stride, count, out);
       if (head_dim == 128) return scores_fixed<128>(q, k, stride, count, out);
@@ -260,13 +259,6 @@ struct AttentionKernels {
   void weighted_sum(const float* e, const float* e1, const float* v, int64_t stride, int64_t count,
                     float* acc, float* acc1, int64_t head_dim) const {
 #if BOLTRT_OPS_X86
-    if (avx512) {
-      if (e1) {
-        return detail::attention_weighted_sum_pair_avx512(e, e1, v, stride, count, acc, acc1,
-                                                          head_dim);
-      }
-      return detail::attention_weighted_sum_avx512(e, v, stride, count, acc, head_dim);
-    }
     if (vector) {
       weighted_sum_avx2(e, v, stride, count, acc, head_dim);
       if (e1) weighted_sum_avx2(e1, v, stride, count, acc1, head_dim);
@@ -282,34 +274,35 @@ struct AttentionKernels {
     }
   }
 
-  // The same two over `count` rows `stride` bytes apart in a cache format, each starting with
-  // the head's head_dim values.
-  void dots(const float* q, KvFormat format, const uint8_t* k, size_t stride, int64_t count,
-            int64_t head_dim, float* out) const {
-    if (format == KvFormat::F32) {
-      return dots(q, reinterpret_cast<const float*>(k), static_cast<int64_t>(stride / 4), count,
-                  head_dim, out);
-    }
+  // The same two for n jobs (queries) over `count` rows `stride` bytes apart in a cache
+  // format, each starting with the head's head_dim values: out[c][j] = q[c] . k_j and
+  // acc[c][d] += sum_j e[c][j] * v_j[d]. Each job's arithmetic is the single-job one.
+  void dots(const float* const* q, int n, KvFormat format, const uint8_t* k, size_t stride,
+            int64_t count, int64_t head_dim, float* const* out) const {
 #if BOLTRT_OPS_X86
-    if (avx512) return detail::attention_dots_kv_avx512(format, q, k, stride, count, head_dim, out);
+    if (avx512) return detail::attention_dots_avx512(format, q, n, k, stride, count, head_dim, out);
 #endif
-    const float* rows = converted(format, k, stride, count, head_dim);
-    dots(q, rows, head_dim, count, head_dim, out);
+    const bool f32 = format == KvFormat::F32;
+    const float* rows =
+        f32 ? reinterpret_cast<const float*>(k) : converted(format, k, stride, count, head_dim);
+    const int64_t row_stride = f32 ? static_cast<int64_t>(stride / 4) : head_dim;
+    for (int c = 0; c < n; ++c) dots(q[c], rows, row_stride, count, head_dim, out[c]);
   }
-  void weighted_sum(const float* e, const float* e1, KvFormat format, const uint8_t* v,
-                    size_t stride, int64_t count, float* acc, float* acc1, int64_t head_dim) const {
-    if (format == KvFormat::F32) {
-      return weighted_sum(e, e1, reinterpret_cast<const float*>(v),
-                          static_cast<int64_t>(stride / 4), count, acc, acc1, head_dim);
-    }
+  void weighted_sum(const float* const* e, int n, KvFormat format, const uint8_t* v, size_t stride,
+                    int64_t count, float* const* acc, int64_t head_dim) const {
 #if BOLTRT_OPS_X86
     if (avx512) {
-      return detail::attention_weighted_sum_kv_avx512(format, e, e1, v, stride, count, acc, acc1,
-                                                      head_dim);
+      return detail::attention_weighted_sum_avx512(format, e, n, v, stride, count, acc, head_dim);
     }
 #endif
-    const float* rows = converted(format, v, stride, count, head_dim);
-    weighted_sum(e, e1, rows, head_dim, count, acc, acc1, head_dim);
+    const bool f32 = format == KvFormat::F32;
+    const float* rows =
+        f32 ? reinterpret_cast<const float*>(v) : converted(format, v, stride, count, head_dim);
+    const int64_t row_stride = f32 ? static_cast<int64_t>(stride / 4) : head_dim;
+    for (int c = 0; c < n; c += 2) {
+      weighted_sum(e[c], c + 1 < n ? e[c + 1] : nullptr, rows, row_stride, count, acc[c],
+                   c + 1 < n ? acc[c + 1] : nullptr, head_dim);
+    }
   }
 
   // count rows of head_dim values as f32, [count][head_dim], in a per-thread buffer (an attention
@@ -368,8 +361,12 @@ void AttentionAccumulator::add(const float* q, int64_t q_pos0, const KvRows& k, 
     }
   }
   const AttentionKernels kern(head_dim);
-  // ~16 KB of keys per block, a multiple of 8 keys (the AVX-512 dot kernel's step)
-  const int64_t block = std::max<int64_t>(8, (16384 / (head_dim * 4)) / 8 * 8);
+  // ~32 KB of keys (or values) per block in their cache format, a multiple of 8 keys: with the
+  // 4 query rows (or accumulators) of a kernel call it stays in L1 (32 KB or more) while every
+  // job of the unit goes over it. (16 KB of f32 rows, the earlier size, left the kernels
+  // reloading accumulators every 8 keys at head_dim 512: 20 % slower.)
+  const int64_t block = std::max<int64_t>(
+      8, 32768 / static_cast<int64_t>(kv_format_bytes(k.format, head_dim)) / 8 * 8);
 
   // Units: KV head x a run of tokens x a run of the KV head's query heads; at most ~64 jobs
   // (their scores stay small), and with threads enough units to share.
@@ -428,17 +425,37 @@ void AttentionAccumulator::add(const float* q, int64_t q_pos0, const KvRows& k, 
     const size_t k_head = kv_format_bytes(k.format, kvh * head_dim);
     const size_t v_head = kv_format_bytes(v.format, kvh * head_dim);
 
+    // Runs of up to kGroup neighbouring jobs that see the same keys of a block go to the
+    // kernels together, so each key / value row is loaded and converted once for all of them:
+    // the query heads of one token always, and in a prefill every job of the unit over the
+    // blocks before its first token. group(b, e, fn) calls fn(first job, jobs, r0, r1).
+    constexpr int kGroup = 4;
+    auto group = [&](int64_t b, int64_t e, auto&& fn) {
+      for (size_t i = 0; i < unit_jobs.size();) {
+        const int64_t r0 = std::max(unit_jobs[i].j0, b), r1 = std::min(unit_jobs[i].j1, e);
+        size_t n = 1;
+        while (n < kGroup && i + n < unit_jobs.size() && std::max(unit_jobs[i + n].j0, b) == r0 &&
+               std::min(unit_jobs[i + n].j1, e) == r1) {
+          ++n;
+        }
+        if (r0 < r1) fn(i, static_cast<int>(n), r0, r1);
+        i += n;
+      }
+    };
     // 1. dot products, a block of keys at a time for every job
     for (int64_t b = lo; b < hi; b += block) {
-      const int64_t e = std::min(hi, b + block);
-      for (const Job& job : unit_jobs) {
-        const int64_t r0 = std::max(job.j0, b), r1 = std::min(job.j1, e);
-        if (r0 >= r1) continue;
-        const float* qh = q + job.id / n_head * q_stride + job.id % n_head * head_dim;
+      group(b, std::min(hi, b + block), [&](size_t i, int n, int64_t r0, int64_t r1) {
+        const float* qs[kGroup];
+        for (int c = 0; c < n; ++c) {
+          const int64_t id = unit_jobs[i + c].id;
+          qs[c] = q + id / n_head * q_stride + id % n_head * head_dim;
+        }
         for_each_run(k, r0, r1, [&](int64_t s0, int64_t s1) {
-          kern.dots(qh, k.format, k.row(s0) + k_head, k.row_bytes, s1 - s0, head_dim, job.s + s0);
+          float* out[kGroup];
+          for (int c = 0; c < n; ++c) out[c] = unit_jobs[i + c].s + s0;
+          kern.dots(qs, n, k.format, k.row(s0) + k_head, k.row_bytes, s1 - s0, head_dim, out);
         });
-      }
+      });
     }
     // 2. per job: scale, maximum, rescale of earlier chunks, softmax weights
     for (const Job& job : unit_jobs) {
@@ -460,25 +477,18 @@ void AttentionAccumulator::add(const float* q, int64_t q_pos0, const KvRows& k, 
       }
       sum += kern.weights(job.s + job.j0, job.j1 - job.j0, max);
     }
-    // 3. weighted sums of the values, a block of keys at a time; neighbouring jobs with the
-    //    same visible keys (the query heads of one token) in pairs
+    // 3. weighted sums of the values, a block of keys at a time
     for (int64_t b = lo; b < hi; b += block) {
-      const int64_t e = std::min(hi, b + block);
-      for (size_t i = 0; i < unit_jobs.size(); ++i) {
-        const Job& job = unit_jobs[i];
-        const int64_t r0 = std::max(job.j0, b), r1 = std::min(job.j1, e);
-        if (r0 >= r1) continue;
-        const Job* pair = i + 1 < unit_jobs.size() && unit_jobs[i + 1].j0 == job.j0 &&
-                                  unit_jobs[i + 1].j1 == job.j1
-                              ? &unit_jobs[i + 1]
-                              : nullptr;
+      group(b, std::min(hi, b + block), [&](size_t i, int n, int64_t r0, int64_t r1) {
+        float* acc[kGroup];
+        for (int c = 0; c < n; ++c) acc[c] = acc_.data() + unit_jobs[i + c].id * head_dim;
         for_each_run(v, r0, r1, [&](int64_t s0, int64_t s1) {
-          kern.weighted_sum(job.s + s0, pair ? pair->s + s0 : nullptr, v.format, v.row(s0) + v_head,
-                            v.row_bytes, s1 - s0, acc_.data() + job.id * head_dim,
-                            pair ? acc_.data() + pair->id * head_dim : nullptr, head_dim);
+          const float* e[kGroup];
+          for (int c = 0; c < n; ++c) e[c] = unit_jobs[i + c].s + s0;
+          kern.weighted_sum(e, n, v.format, v.row(s0) + v_head, v.row_bytes, s1 - s0, acc,
+                            head_dim);
         });
-        if (pair) ++i;
-      }
+      });
     }
   };
   if (parallel && n_units > 1) {

@@ -27,10 +27,15 @@
 #include <cstring>
 
 #include "backend/cpu/attention_kernels.h"
-#include "quant/fp16.h"
 
 namespace boltrt::cpu::detail {
 namespace {
+
+// A block's f16 scale as f32 in all 16 lanes: F16C's conversion, the value fp16_to_fp32 gives
+// (exact; NaN quieted the same way), without the scalar bit manipulation.
+inline __m512 scale16(uint16_t d) {
+  return _mm512_cvtph_ps(_mm256_set1_epi16(static_cast<short>(d)));
+}
 
 // Values [16 i, 16 i + 16) of a row stored in format F, as f32.
 template <KvFormat F>
@@ -46,8 +51,7 @@ inline __m512 load16(const uint8_t* row, int64_t i) {
     std::memcpy(&d, block, 2);
     const __m128i codes =
         _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 2 + 16 * (i & 1)));
-    return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(codes)),
-                         _mm512_set1_ps(fp16_to_fp32(d)));
+    return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(codes)), scale16(d));
   } else {
     // Q4_0: block i / 2 (18 bytes: f16 d, 16 bytes of nibbles); values 0..15 are the low
     // nibbles, 16..31 the high ones; value = (nibble - 8) * d
@@ -57,7 +61,7 @@ inline __m512 load16(const uint8_t* row, int64_t i) {
     __m512i n = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 2)));
     if (i & 1) n = _mm512_srli_epi32(n, 4);
     n = _mm512_sub_epi32(_mm512_and_si512(n, _mm512_set1_epi32(15)), _mm512_set1_epi32(8));
-    return _mm512_mul_ps(_mm512_cvtepi32_ps(n), _mm512_set1_ps(fp16_to_fp32(d)));
+    return _mm512_mul_ps(_mm512_cvtepi32_ps(n), scale16(d));
   }
 }
 
@@ -85,152 +89,140 @@ inline __m256 reduce8(const __m256* s) {
                        _mm256_shuffle_ps(w01, w23, _MM_SHUFFLE(3, 1, 3, 1)));
 }
 
-// Dot products of 8 keys (k_r = k + r * stride bytes) with q, head_dim = 16 * chunks.
-template <KvFormat F>
-inline __m256 dots8(const float* q, const uint8_t* k, size_t stride, int64_t chunks) {
-  __m512 a[8];
-  for (int r = 0; r < 8; ++r) a[r] = _mm512_setzero_ps();
-  for (int64_t i = 0; i < chunks; ++i) {
-    const __m512 qi = _mm512_loadu_ps(q + 16 * i);
-    for (int r = 0; r < 8; ++r) a[r] = _mm512_fmadd_ps(qi, load16<F>(k + r * stride, i), a[r]);
+// out[c][j] = q[c] . k_j for kQ queries and the keys k_j = k + j * stride bytes, j < count;
+// head_dim = 16 * chunks. kK keys at a time, each loaded (and converted) once for all kQ
+// queries. Every product is one zmm accumulator fed in chunk order and summed by halves() and
+// reduce8(), whatever kQ and kK: one query alone gets the same bits as in a group. Past the last
+// key, the lanes repeat it (the same arithmetic, results dropped).
+template <KvFormat F, int kQ, int kK>
+void dots(const float* const* q, const uint8_t* k, size_t stride, int64_t count, int64_t chunks,
+          float* const* out) {
+  static_assert(kQ * kK % 8 == 0, "products are reduced 8 at a time");
+  for (int64_t j = 0; j < count; j += kK) {
+    const int64_t left = std::min<int64_t>(kK, count - j);
+    const uint8_t* kr[kK];
+    for (int r = 0; r < kK; ++r) {
+      kr[r] = k + static_cast<size_t>(j + std::min<int64_t>(r, left - 1)) * stride;
+    }
+    __m512 a[kQ * kK];
+    for (int p = 0; p < kQ * kK; ++p) a[p] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < chunks; ++i) {
+      __m512 kv[kK];
+      for (int r = 0; r < kK; ++r) kv[r] = load16<F>(kr[r], i);
+      for (int c = 0; c < kQ; ++c) {
+        const __m512 qi = _mm512_loadu_ps(q[c] + 16 * i);
+        for (int r = 0; r < kK; ++r) a[c * kK + r] = _mm512_fmadd_ps(qi, kv[r], a[c * kK + r]);
+      }
+    }
+    for (int g = 0; g < kQ * kK / 8; ++g) {  // products 8g .. 8g + 7: query p / kK, key p % kK
+      __m256 s[8];
+      for (int x = 0; x < 8; ++x) s[x] = halves(a[8 * g + x]);
+      alignas(32) float sums[8];
+      _mm256_store_ps(sums, reduce8(s));
+      for (int x = 0; x < 8; ++x) {
+        const int p = 8 * g + x;
+        if (p % kK < left) out[p / kK][j + p % kK] = sums[x];
+      }
+    }
   }
-  __m256 s[8];
-  for (int r = 0; r < 8; ++r) s[r] = halves(a[r]);
-  return reduce8(s);
 }
 
-// acc[0 .. 16 kZ) += sum_j e[j] * v_j[16 c0 .. 16 (c0 + kZ)) (v_j = v + j * stride bytes): kZ
-// chains per job, two jobs (e0/acc0 and e1/acc1, the same keys) at once when kPair, so short
-// heads still keep 8+ fmas in flight.
-template <KvFormat F, int kZ, bool kPair>
-inline void weighted_sum_chunk(const float* e0, const float* e1, const uint8_t* v, size_t stride,
-                               int64_t c0, int64_t count, float* acc0, float* acc1) {
-  __m512 a[kZ], b[kPair ? kZ : 1];
-  for (int z = 0; z < kZ; ++z) a[z] = _mm512_loadu_ps(acc0 + 16 * z);
-  if constexpr (kPair) {
-    for (int z = 0; z < kZ; ++z) b[z] = _mm512_loadu_ps(acc1 + 16 * z);
+// acc[c][d0 + d] += sum_j e[c][j] * v_j[d0 + d] for d < 16 kZ and kJ jobs over the same values
+// (v_j = v + j * stride bytes): one fma chain per (job, element) in key order, whatever kJ and
+// kZ, each value row read (and converted) once for all jobs.
+template <KvFormat F, int kJ, int kZ>
+inline void weighted_sum_chunk(const float* const* e, const uint8_t* v, size_t stride, int64_t d0,
+                               int64_t count, float* const* acc) {
+  __m512 a[kJ][kZ];
+  for (int c = 0; c < kJ; ++c) {
+    for (int z = 0; z < kZ; ++z) a[c][z] = _mm512_loadu_ps(acc[c] + d0 + 16 * z);
   }
   for (int64_t j = 0; j < count; ++j) {
     const uint8_t* vj = v + static_cast<size_t>(j) * stride;
-    const __m512 w0 = _mm512_set1_ps(e0[j]);
-    if constexpr (kPair) {
-      const __m512 w1 = _mm512_set1_ps(e1[j]);
-      for (int z = 0; z < kZ; ++z) {
-        const __m512 vz = load16<F>(vj, c0 + z);
-        a[z] = _mm512_fmadd_ps(w0, vz, a[z]);
-        b[z] = _mm512_fmadd_ps(w1, vz, b[z]);
-      }
-    } else {
-      for (int z = 0; z < kZ; ++z) a[z] = _mm512_fmadd_ps(w0, load16<F>(vj, c0 + z), a[z]);
+    __m512 w[kJ];
+    for (int c = 0; c < kJ; ++c) w[c] = _mm512_set1_ps(e[c][j]);
+    for (int z = 0; z < kZ; ++z) {
+      const __m512 vz = load16<F>(vj, d0 / 16 + z);
+      for (int c = 0; c < kJ; ++c) a[c][z] = _mm512_fmadd_ps(w[c], vz, a[c][z]);
     }
   }
-  for (int z = 0; z < kZ; ++z) _mm512_storeu_ps(acc0 + 16 * z, a[z]);
-  if constexpr (kPair) {
-    for (int z = 0; z < kZ; ++z) _mm512_storeu_ps(acc1 + 16 * z, b[z]);
+  for (int c = 0; c < kJ; ++c) {
+    for (int z = 0; z < kZ; ++z) _mm512_storeu_ps(acc[c] + d0 + 16 * z, a[c][z]);
   }
 }
 
-template <KvFormat F, bool kPair>
-void weighted_sum(const float* e0, const float* e1, const uint8_t* v, size_t stride, int64_t count,
-                  float* acc0, float* acc1, int64_t head_dim) {
-  // chunks of 128 dims (64 for pairs), then the rest (a multiple of 16)
-  constexpr int64_t kStep = kPair ? 64 : 128;
+template <KvFormat F, int kJ>
+void weighted_sum(const float* const* e, const uint8_t* v, size_t stride, int64_t count,
+                  float* const* acc, int64_t head_dim) {
+  // 128 dims at a time for one job, 64 for several (8+ chains in flight, all in registers),
+  // then the rest (a multiple of 16)
+  constexpr int kZ = kJ == 1 ? 8 : 4;
   int64_t d = 0;
-  for (; d + kStep <= head_dim; d += kStep) {
-    // acc1 is null without a pair: no offset may be applied to it (UBSan: pointer overflow)
-    weighted_sum_chunk<F, kStep / 16, kPair>(e0, e1, v, stride, d / 16, count, acc0 + d,
-                                             kPair ? acc1 + d : nullptr);
+  for (; d + 16 * kZ <= head_dim; d += 16 * kZ) {
+    weighted_sum_chunk<F, kJ, kZ>(e, v, stride, d, count, acc);
   }
-  for (; d < head_dim; d += 16) {
-    weighted_sum_chunk<F, 1, kPair>(e0, e1, v, stride, d / 16, count, acc0 + d,
-                                    kPair ? acc1 + d : nullptr);
-  }
+  for (; d < head_dim; d += 16) weighted_sum_chunk<F, kJ, 1>(e, v, stride, d, count, acc);
 }
 
 template <KvFormat F>
-void dots(const float* q, const uint8_t* k, size_t stride, int64_t count, int64_t head_dim,
-          float* out) {
+void dots_any(const float* const* q, int n, const uint8_t* k, size_t stride, int64_t count,
+              int64_t head_dim, float* const* out) {
   const int64_t chunks = head_dim / 16;
-  int64_t j = 0;
-  for (; j + 8 <= count; j += 8) {
-    _mm256_storeu_ps(out + j, dots8<F>(q, k + static_cast<size_t>(j) * stride, stride, chunks));
-  }
-  if (j < count) {  // the last keys again in the lanes past the end: the same arithmetic
-    const int64_t left = count - j;
-    alignas(32) float tail[8];
-    __m512 a[8];
-    for (int r = 0; r < 8; ++r) a[r] = _mm512_setzero_ps();
-    for (int64_t i = 0; i < chunks; ++i) {
-      const __m512 qi = _mm512_loadu_ps(q + 16 * i);
-      for (int r = 0; r < 8; ++r) {
-        const uint8_t* kr = k + static_cast<size_t>(j + std::min<int64_t>(r, left - 1)) * stride;
-        a[r] = _mm512_fmadd_ps(qi, load16<F>(kr, i), a[r]);
-      }
+  for (int c = 0; c < n;) {
+    if (n - c >= 4) {
+      dots<F, 4, 4>(q + c, k, stride, count, chunks, out + c);
+      c += 4;
+    } else if (n - c >= 2) {
+      dots<F, 2, 8>(q + c, k, stride, count, chunks, out + c);
+      c += 2;
+    } else {
+      dots<F, 1, 8>(q + c, k, stride, count, chunks, out + c);
+      c += 1;
     }
-    __m256 s[8];
-    for (int r = 0; r < 8; ++r) s[r] = halves(a[r]);
-    _mm256_store_ps(tail, reduce8(s));
-    std::copy(tail, tail + left, out + j);
   }
 }
 
 template <KvFormat F>
-void weighted_sum_any(const float* e0, const float* e1, const uint8_t* v, size_t stride,
-                      int64_t count, float* acc0, float* acc1, int64_t head_dim) {
-  if (e1) return weighted_sum<F, true>(e0, e1, v, stride, count, acc0, acc1, head_dim);
-  weighted_sum<F, false>(e0, nullptr, v, stride, count, acc0, nullptr, head_dim);
-}
-
-const uint8_t* bytes(const float* p) {
-  return reinterpret_cast<const uint8_t*>(p);
+void weighted_sum_any(const float* const* e, int n, const uint8_t* v, size_t stride, int64_t count,
+                      float* const* acc, int64_t head_dim) {
+  for (int c = 0; c < n;) {
+    const int m = std::min(4, n - c);
+    if (m == 4) weighted_sum<F, 4>(e + c, v, stride, count, acc + c, head_dim);
+    if (m == 3) weighted_sum<F, 3>(e + c, v, stride, count, acc + c, head_dim);
+    if (m == 2) weighted_sum<F, 2>(e + c, v, stride, count, acc + c, head_dim);
+    if (m == 1) weighted_sum<F, 1>(e + c, v, stride, count, acc + c, head_dim);
+    c += m;
+  }
 }
 
 }  // namespace
 
-void attention_dots_avx512(const float* q, const float* k, int64_t stride, int64_t count,
-                           int64_t head_dim, float* out) {
-  dots<KvFormat::F32>(q, bytes(k), static_cast<size_t>(stride) * 4, count, head_dim, out);
-}
-
-void attention_weighted_sum_avx512(const float* e, const float* v, int64_t stride, int64_t count,
-                                   float* acc, int64_t head_dim) {
-  weighted_sum<KvFormat::F32, false>(e, nullptr, bytes(v), static_cast<size_t>(stride) * 4, count,
-                                     acc, nullptr, head_dim);
-}
-
-void attention_weighted_sum_pair_avx512(const float* e0, const float* e1, const float* v,
-                                        int64_t stride, int64_t count, float* acc0, float* acc1,
-                                        int64_t head_dim) {
-  weighted_sum<KvFormat::F32, true>(e0, e1, bytes(v), static_cast<size_t>(stride) * 4, count, acc0,
-                                    acc1, head_dim);
-}
-
-void attention_dots_kv_avx512(KvFormat format, const float* q, const uint8_t* k, size_t stride,
-                              int64_t count, int64_t head_dim, float* out) {
+void attention_dots_avx512(KvFormat format, const float* const* q, int n, const uint8_t* k,
+                           size_t stride, int64_t count, int64_t head_dim, float* const* out) {
   switch (format) {
     case KvFormat::F32:
-      return dots<KvFormat::F32>(q, k, stride, count, head_dim, out);
+      return dots_any<KvFormat::F32>(q, n, k, stride, count, head_dim, out);
     case KvFormat::F16:
-      return dots<KvFormat::F16>(q, k, stride, count, head_dim, out);
+      return dots_any<KvFormat::F16>(q, n, k, stride, count, head_dim, out);
     case KvFormat::Q8_0:
-      return dots<KvFormat::Q8_0>(q, k, stride, count, head_dim, out);
+      return dots_any<KvFormat::Q8_0>(q, n, k, stride, count, head_dim, out);
     case KvFormat::Q4_0:
-      return dots<KvFormat::Q4_0>(q, k, stride, count, head_dim, out);
+      return dots_any<KvFormat::Q4_0>(q, n, k, stride, count, head_dim, out);
   }
 }
 
-void attention_weighted_sum_kv_avx512(KvFormat format, const float* e0, const float* e1,
-                                      const uint8_t* v, size_t stride, int64_t count, float* acc0,
-                                      float* acc1, int64_t head_dim) {
+void attention_weighted_sum_avx512(KvFormat format, const float* const* e, int n, const uint8_t* v,
+                                   size_t stride, int64_t count, float* const* acc,
+                                   int64_t head_dim) {
   switch (format) {
     case KvFormat::F32:
-      return weighted_sum_any<KvFormat::F32>(e0, e1, v, stride, count, acc0, acc1, head_dim);
+      return weighted_sum_any<KvFormat::F32>(e, n, v, stride, count, acc, head_dim);
     case KvFormat::F16:
-      return weighted_sum_any<KvFormat::F16>(e0, e1, v, stride, count, acc0, acc1, head_dim);
+      return weighted_sum_any<KvFormat::F16>(e, n, v, stride, count, acc, head_dim);
     case KvFormat::Q8_0:
-      return weighted_sum_any<KvFormat::Q8_0>(e0, e1, v, stride, count, acc0, acc1, head_dim);
+      return weighted_sum_any<KvFormat::Q8_0>(e, n, v, stride, count, acc, head_dim);
     case KvFormat::Q4_0:
-      return weighted_sum_any<KvFormat::Q4_0>(e0, e1, v, stride, count, acc0, acc1, head_dim);
+      return weighted_sum_any<KvFormat::Q4_0>(e, n, v, stride, count, acc, head_dim);
   }
 }
 
