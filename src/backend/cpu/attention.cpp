@@ -277,10 +277,15 @@ struct AttentionKernels {
   // The same two for n jobs (queries) over `count` rows `stride` bytes apart in a cache
   // format, each starting with the head's head_dim values: out[c][j] = q[c] . k_j and
   // acc[c][d] += sum_j e[c][j] * v_j[d]. Each job's arithmetic is the single-job one.
+  // prefetch: the next block's rows follow these (the AVX-512 kernels bring them into L2).
   void dots(const float* const* q, int n, KvFormat format, const uint8_t* k, size_t stride,
-            int64_t count, int64_t head_dim, float* const* out) const {
+            int64_t count, int64_t head_dim, float* const* out, bool prefetch) const {
 #if BOLTRT_OPS_X86
-    if (avx512) return detail::attention_dots_avx512(format, q, n, k, stride, count, head_dim, out);
+    if (avx512) {
+      return detail::attention_dots_avx512(format, q, n, k, stride, count, head_dim, out, prefetch);
+    }
+#else
+    (void)prefetch;
 #endif
     const bool f32 = format == KvFormat::F32;
     const float* rows =
@@ -289,11 +294,14 @@ struct AttentionKernels {
     for (int c = 0; c < n; ++c) dots(q[c], rows, row_stride, count, head_dim, out[c]);
   }
   void weighted_sum(const float* const* e, int n, KvFormat format, const uint8_t* v, size_t stride,
-                    int64_t count, float* const* acc, int64_t head_dim) const {
+                    int64_t count, float* const* acc, int64_t head_dim, bool prefetch) const {
 #if BOLTRT_OPS_X86
     if (avx512) {
-      return detail::attention_weighted_sum_avx512(format, e, n, v, stride, count, acc, head_dim);
+      return detail::attention_weighted_sum_avx512(format, e, n, v, stride, count, acc, head_dim,
+                                                   prefetch);
     }
+#else
+    (void)prefetch;
 #endif
     const bool f32 = format == KvFormat::F32;
     const float* rows =
@@ -428,9 +436,11 @@ void AttentionAccumulator::add(const float* q, int64_t q_pos0, const KvRows& k, 
     // Runs of up to kGroup neighbouring jobs that see the same keys of a block go to the
     // kernels together, so each key / value row is loaded and converted once for all of them:
     // the query heads of one token always, and in a prefill every job of the unit over the
-    // blocks before its first token. group(b, e, fn) calls fn(first job, jobs, r0, r1).
+    // blocks before its first token. group(b, e, fn) calls fn(first job, jobs, r0, r1,
+    // prefetch): the first call of a block that has another after it prefetches that one.
     constexpr int kGroup = 4;
     auto group = [&](int64_t b, int64_t e, auto&& fn) {
+      bool prefetch = e < hi;
       for (size_t i = 0; i < unit_jobs.size();) {
         const int64_t r0 = std::max(unit_jobs[i].j0, b), r1 = std::min(unit_jobs[i].j1, e);
         size_t n = 1;
@@ -438,24 +448,29 @@ void AttentionAccumulator::add(const float* q, int64_t q_pos0, const KvRows& k, 
                std::min(unit_jobs[i + n].j1, e) == r1) {
           ++n;
         }
-        if (r0 < r1) fn(i, static_cast<int>(n), r0, r1);
+        if (r0 < r1) {
+          fn(i, static_cast<int>(n), r0, r1, prefetch);
+          prefetch = false;
+        }
         i += n;
       }
     };
     // 1. dot products, a block of keys at a time for every job
     for (int64_t b = lo; b < hi; b += block) {
-      group(b, std::min(hi, b + block), [&](size_t i, int n, int64_t r0, int64_t r1) {
-        const float* qs[kGroup];
-        for (int c = 0; c < n; ++c) {
-          const int64_t id = unit_jobs[i + c].id;
-          qs[c] = q + id / n_head * q_stride + id % n_head * head_dim;
-        }
-        for_each_run(k, r0, r1, [&](int64_t s0, int64_t s1) {
-          float* out[kGroup];
-          for (int c = 0; c < n; ++c) out[c] = unit_jobs[i + c].s + s0;
-          kern.dots(qs, n, k.format, k.row(s0) + k_head, k.row_bytes, s1 - s0, head_dim, out);
-        });
-      });
+      group(b, std::min(hi, b + block),
+            [&](size_t i, int n, int64_t r0, int64_t r1, bool prefetch) {
+              const float* qs[kGroup];
+              for (int c = 0; c < n; ++c) {
+                const int64_t id = unit_jobs[i + c].id;
+                qs[c] = q + id / n_head * q_stride + id % n_head * head_dim;
+              }
+              for_each_run(k, r0, r1, [&](int64_t s0, int64_t s1) {
+                float* out[kGroup];
+                for (int c = 0; c < n; ++c) out[c] = unit_jobs[i + c].s + s0;
+                kern.dots(qs, n, k.format, k.row(s0) + k_head, k.row_bytes, s1 - s0, head_dim, out,
+                          prefetch);
+              });
+            });
     }
     // 2. per job: scale, maximum, rescale of earlier chunks, softmax weights
     for (const Job& job : unit_jobs) {
@@ -479,16 +494,17 @@ void AttentionAccumulator::add(const float* q, int64_t q_pos0, const KvRows& k, 
     }
     // 3. weighted sums of the values, a block of keys at a time
     for (int64_t b = lo; b < hi; b += block) {
-      group(b, std::min(hi, b + block), [&](size_t i, int n, int64_t r0, int64_t r1) {
-        float* acc[kGroup];
-        for (int c = 0; c < n; ++c) acc[c] = acc_.data() + unit_jobs[i + c].id * head_dim;
-        for_each_run(v, r0, r1, [&](int64_t s0, int64_t s1) {
-          const float* e[kGroup];
-          for (int c = 0; c < n; ++c) e[c] = unit_jobs[i + c].s + s0;
-          kern.weighted_sum(e, n, v.format, v.row(s0) + v_head, v.row_bytes, s1 - s0, acc,
-                            head_dim);
-        });
-      });
+      group(b, std::min(hi, b + block),
+            [&](size_t i, int n, int64_t r0, int64_t r1, bool prefetch) {
+              float* acc[kGroup];
+              for (int c = 0; c < n; ++c) acc[c] = acc_.data() + unit_jobs[i + c].id * head_dim;
+              for_each_run(v, r0, r1, [&](int64_t s0, int64_t s1) {
+                const float* e[kGroup];
+                for (int c = 0; c < n; ++c) e[c] = unit_jobs[i + c].s + s0;
+                kern.weighted_sum(e, n, v.format, v.row(s0) + v_head, v.row_bytes, s1 - s0, acc,
+                                  head_dim, prefetch);
+              });
+            });
     }
   };
   if (parallel && n_units > 1) {

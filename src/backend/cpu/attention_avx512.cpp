@@ -65,6 +65,26 @@ inline __m512 load16(const uint8_t* row, int64_t i) {
   }
 }
 
+// Bytes of a row in format F that load16(row, i) reads per i (q8_0 / q4_0: on average).
+template <KvFormat F>
+constexpr size_t kChunkBytes = F == KvFormat::F32    ? 64
+                               : F == KvFormat::F16  ? 32
+                               : F == KvFormat::Q8_0 ? 17
+                                                     : 9;
+
+// Into L2: the cache lines that chunk i of the row at `row` reaches first (over i = 0, 1, ...
+// each line of the row once). Decode streams the cache from memory through a few rows at a
+// time, a pattern the hardware prefetchers follow badly; the kernels prefetch the next block's
+// rows while they compute on this one. (asm: GCC deletes loops of _mm_prefetch.)
+template <KvFormat F>
+inline void prefetch_chunk(uintptr_t row, int64_t i) {
+  const uintptr_t end = row + static_cast<uintptr_t>(i + 1) * kChunkBytes<F> - 1;
+  if (i == 0) __asm__ volatile("prefetcht1 (%0)" : : "r"(row));
+  if (i == 0 || end / 64 != (end - kChunkBytes<F>) / 64) {
+    __asm__ volatile("prefetcht1 (%0)" : : "r"(end));
+  }
+}
+
 // a0 + a1 of the AVX2 kernels: the lower and upper halves of one zmm accumulator.
 inline __m256 halves(__m512 a) {
   return _mm256_add_ps(_mm512_castps512_ps256(a), _mm512_extractf32x8_ps(a, 1));
@@ -96,7 +116,9 @@ inline __m256 reduce8(const __m256* s) {
 // key, the lanes repeat it (the same arithmetic, results dropped).
 template <KvFormat F, int kQ, int kK>
 void dots(const float* const* q, const uint8_t* k, size_t stride, int64_t count, int64_t chunks,
-          float* const* out) {
+          float* const* out, bool prefetch) {
+  // the rows after these (the next block), `ahead` bytes on
+  const uintptr_t ahead = static_cast<uintptr_t>(count) * stride;
   static_assert(kQ * kK % 8 == 0, "products are reduced 8 at a time");
   for (int64_t j = 0; j < count; j += kK) {
     const int64_t left = std::min<int64_t>(kK, count - j);
@@ -109,6 +131,11 @@ void dots(const float* const* q, const uint8_t* k, size_t stride, int64_t count,
     for (int64_t i = 0; i < chunks; ++i) {
       __m512 kv[kK];
       for (int r = 0; r < kK; ++r) kv[r] = load16<F>(kr[r], i);
+      if (prefetch) {
+        for (int r = 0; r < kK; ++r) {
+          prefetch_chunk<F>(reinterpret_cast<uintptr_t>(k) + (j + r) * stride + ahead, i);
+        }
+      }
       for (int c = 0; c < kQ; ++c) {
         const __m512 qi = _mm512_loadu_ps(q[c] + 16 * i);
         for (int r = 0; r < kK; ++r) a[c * kK + r] = _mm512_fmadd_ps(qi, kv[r], a[c * kK + r]);
@@ -132,7 +159,8 @@ void dots(const float* const* q, const uint8_t* k, size_t stride, int64_t count,
 // kZ, each value row read (and converted) once for all jobs.
 template <KvFormat F, int kJ, int kZ>
 inline void weighted_sum_chunk(const float* const* e, const uint8_t* v, size_t stride, int64_t d0,
-                               int64_t count, float* const* acc) {
+                               int64_t count, float* const* acc, bool prefetch) {
+  const uintptr_t ahead = static_cast<uintptr_t>(count) * stride;
   __m512 a[kJ][kZ];
   for (int c = 0; c < kJ; ++c) {
     for (int z = 0; z < kZ; ++z) a[c][z] = _mm512_loadu_ps(acc[c] + d0 + 16 * z);
@@ -141,6 +169,11 @@ inline void weighted_sum_chunk(const float* const* e, const uint8_t* v, size_t s
     const uint8_t* vj = v + static_cast<size_t>(j) * stride;
     __m512 w[kJ];
     for (int c = 0; c < kJ; ++c) w[c] = _mm512_set1_ps(e[c][j]);
+    if (prefetch) {
+      for (int z = 0; z < kZ; ++z) {
+        prefetch_chunk<F>(reinterpret_cast<uintptr_t>(vj) + ahead, d0 / 16 + z);
+      }
+    }
     for (int z = 0; z < kZ; ++z) {
       const __m512 vz = load16<F>(vj, d0 / 16 + z);
       for (int c = 0; c < kJ; ++c) a[c][z] = _mm512_fmadd_ps(w[c], vz, a[c][z]);
@@ -153,30 +186,32 @@ inline void weighted_sum_chunk(const float* const* e, const uint8_t* v, size_t s
 
 template <KvFormat F, int kJ>
 void weighted_sum(const float* const* e, const uint8_t* v, size_t stride, int64_t count,
-                  float* const* acc, int64_t head_dim) {
+                  float* const* acc, int64_t head_dim, bool prefetch) {
   // 128 dims at a time for one job, 64 for several (8+ chains in flight, all in registers),
   // then the rest (a multiple of 16)
   constexpr int kZ = kJ == 1 ? 8 : 4;
   int64_t d = 0;
   for (; d + 16 * kZ <= head_dim; d += 16 * kZ) {
-    weighted_sum_chunk<F, kJ, kZ>(e, v, stride, d, count, acc);
+    weighted_sum_chunk<F, kJ, kZ>(e, v, stride, d, count, acc, prefetch);
   }
-  for (; d < head_dim; d += 16) weighted_sum_chunk<F, kJ, 1>(e, v, stride, d, count, acc);
+  for (; d < head_dim; d += 16) {
+    weighted_sum_chunk<F, kJ, 1>(e, v, stride, d, count, acc, prefetch);
+  }
 }
 
 template <KvFormat F>
 void dots_any(const float* const* q, int n, const uint8_t* k, size_t stride, int64_t count,
-              int64_t head_dim, float* const* out) {
+              int64_t head_dim, float* const* out, bool prefetch) {
   const int64_t chunks = head_dim / 16;
   for (int c = 0; c < n;) {
     if (n - c >= 4) {
-      dots<F, 4, 4>(q + c, k, stride, count, chunks, out + c);
+      dots<F, 4, 4>(q + c, k, stride, count, chunks, out + c, prefetch && c == 0);
       c += 4;
     } else if (n - c >= 2) {
-      dots<F, 2, 8>(q + c, k, stride, count, chunks, out + c);
+      dots<F, 2, 8>(q + c, k, stride, count, chunks, out + c, prefetch && c == 0);
       c += 2;
     } else {
-      dots<F, 1, 8>(q + c, k, stride, count, chunks, out + c);
+      dots<F, 1, 8>(q + c, k, stride, count, chunks, out + c, prefetch && c == 0);
       c += 1;
     }
   }
@@ -184,13 +219,14 @@ void dots_any(const float* const* q, int n, const uint8_t* k, size_t stride, int
 
 template <KvFormat F>
 void weighted_sum_any(const float* const* e, int n, const uint8_t* v, size_t stride, int64_t count,
-                      float* const* acc, int64_t head_dim) {
+                      float* const* acc, int64_t head_dim, bool prefetch) {
   for (int c = 0; c < n;) {
     const int m = std::min(4, n - c);
-    if (m == 4) weighted_sum<F, 4>(e + c, v, stride, count, acc + c, head_dim);
-    if (m == 3) weighted_sum<F, 3>(e + c, v, stride, count, acc + c, head_dim);
-    if (m == 2) weighted_sum<F, 2>(e + c, v, stride, count, acc + c, head_dim);
-    if (m == 1) weighted_sum<F, 1>(e + c, v, stride, count, acc + c, head_dim);
+    const bool first = prefetch && c == 0;
+    if (m == 4) weighted_sum<F, 4>(e + c, v, stride, count, acc + c, head_dim, first);
+    if (m == 3) weighted_sum<F, 3>(e + c, v, stride, count, acc + c, head_dim, first);
+    if (m == 2) weighted_sum<F, 2>(e + c, v, stride, count, acc + c, head_dim, first);
+    if (m == 1) weighted_sum<F, 1>(e + c, v, stride, count, acc + c, head_dim, first);
     c += m;
   }
 }
@@ -198,31 +234,32 @@ void weighted_sum_any(const float* const* e, int n, const uint8_t* v, size_t str
 }  // namespace
 
 void attention_dots_avx512(KvFormat format, const float* const* q, int n, const uint8_t* k,
-                           size_t stride, int64_t count, int64_t head_dim, float* const* out) {
+                           size_t stride, int64_t count, int64_t head_dim, float* const* out,
+                           bool prefetch) {
   switch (format) {
     case KvFormat::F32:
-      return dots_any<KvFormat::F32>(q, n, k, stride, count, head_dim, out);
+      return dots_any<KvFormat::F32>(q, n, k, stride, count, head_dim, out, prefetch);
     case KvFormat::F16:
-      return dots_any<KvFormat::F16>(q, n, k, stride, count, head_dim, out);
+      return dots_any<KvFormat::F16>(q, n, k, stride, count, head_dim, out, prefetch);
     case KvFormat::Q8_0:
-      return dots_any<KvFormat::Q8_0>(q, n, k, stride, count, head_dim, out);
+      return dots_any<KvFormat::Q8_0>(q, n, k, stride, count, head_dim, out, prefetch);
     case KvFormat::Q4_0:
-      return dots_any<KvFormat::Q4_0>(q, n, k, stride, count, head_dim, out);
+      return dots_any<KvFormat::Q4_0>(q, n, k, stride, count, head_dim, out, prefetch);
   }
 }
 
 void attention_weighted_sum_avx512(KvFormat format, const float* const* e, int n, const uint8_t* v,
                                    size_t stride, int64_t count, float* const* acc,
-                                   int64_t head_dim) {
+                                   int64_t head_dim, bool prefetch) {
   switch (format) {
     case KvFormat::F32:
-      return weighted_sum_any<KvFormat::F32>(e, n, v, stride, count, acc, head_dim);
+      return weighted_sum_any<KvFormat::F32>(e, n, v, stride, count, acc, head_dim, prefetch);
     case KvFormat::F16:
-      return weighted_sum_any<KvFormat::F16>(e, n, v, stride, count, acc, head_dim);
+      return weighted_sum_any<KvFormat::F16>(e, n, v, stride, count, acc, head_dim, prefetch);
     case KvFormat::Q8_0:
-      return weighted_sum_any<KvFormat::Q8_0>(e, n, v, stride, count, acc, head_dim);
+      return weighted_sum_any<KvFormat::Q8_0>(e, n, v, stride, count, acc, head_dim, prefetch);
     case KvFormat::Q4_0:
-      return weighted_sum_any<KvFormat::Q4_0>(e, n, v, stride, count, acc, head_dim);
+      return weighted_sum_any<KvFormat::Q4_0>(e, n, v, stride, count, acc, head_dim, prefetch);
   }
 }
 
