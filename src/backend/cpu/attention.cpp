@@ -83,6 +83,36 @@ __attribute__((target("avx2,fma"))) float dot_avx2(const float* a, const float* 
   return sum;
 }
 
+// dot_avx2(q, k_r) for four keys k_r = k + r * stride at once (n a multiple of 8): per key the
+// same operations in the same order, with 8 fma chains in flight instead of 2 (one key at a
+// time, a dot of 256 or 512 values waited on the fma latency).
+__attribute__((target("avx2,fma"))) void dot4_avx2(const float* q, const float* k, int64_t stride,
+                                                   int64_t n, float* out) {
+  __m256 a0[4], a1[4];
+  for (int r = 0; r < 4; ++r) a0[r] = a1[r] = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256 q0 = _mm256_loadu_ps(q + i), q1 = _mm256_loadu_ps(q + i + 8);
+    for (int r = 0; r < 4; ++r) {
+      a0[r] = _mm256_fmadd_ps(q0, _mm256_loadu_ps(k + r * stride + i), a0[r]);
+      a1[r] = _mm256_fmadd_ps(q1, _mm256_loadu_ps(k + r * stride + i + 8), a1[r]);
+    }
+  }
+  if (i + 8 <= n) {
+    const __m256 q0 = _mm256_loadu_ps(q + i);
+    for (int r = 0; r < 4; ++r) {
+      a0[r] = _mm256_fmadd_ps(q0, _mm256_loadu_ps(k + r * stride + i), a0[r]);
+    }
+  }
+  for (int r = 0; r < 4; ++r) {
+    const __m256 acc = _mm256_add_ps(a0[r], a1[r]);
+    __m128 t = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+    t = _mm_add_ps(t, _mm_movehl_ps(t, t));
+    t = _mm_add_ss(t, _mm_movehdup_ps(t));
+    out[r] = _mm_cvtss_f32(t);
+  }
+}
+
 // dot_avx2(q, k) for head_dim kN (a multiple of 16) with q held in registers: the same
 // operations in the same order as dot_avx2, two keys at a time.
 template <int kN>
@@ -234,7 +264,11 @@ struct AttentionKernels {
     if (avx2_dots) {
       if (head_dim == 64) return scores_fixed<64>(q, k, stride, count, out);
       if (head_dim == 128) return scores_fixed<128>(q, k, stride, count, out);
-      for (int64_t j = 0; j < count; ++j) out[j] = dot_avx2(q, k + j * stride, head_dim);
+      int64_t j = 0;
+      if (head_dim % 8 == 0) {
+        for (; j + 4 <= count; j += 4) dot4_avx2(q, k + j * stride, stride, head_dim, out + j);
+      }
+      for (; j < count; ++j) out[j] = dot_avx2(q, k + j * stride, head_dim);
       return;
     }
 #endif
@@ -274,9 +308,10 @@ struct AttentionKernels {
     }
   }
 
-  // The same two for n jobs (queries) over `count` rows `stride` bytes apart in a cache
-  // format, each starting with the head's head_dim values: out[c][j] = q[c] . k_j and
-  // acc[c][d] += sum_j e[c][j] * v_j[d]. Each job's arithmetic is the single-job one.
+  // The same two for n jobs (queries) over `count` rows `stride` bytes apart, each starting
+  // with the head's head_dim values: out[c][j] = q[c] . k_j and acc[c][d] += sum_j e[c][j] *
+  // v_j[d]. Each job's arithmetic is the single-job one. The AVX-512 kernels read every cache
+  // format in place; the other levels take f32 rows (add() converts a block once for all jobs).
   // prefetch: the next block's rows follow these (the AVX-512 kernels bring them into L2).
   void dots(const float* const* q, int n, KvFormat format, const uint8_t* k, size_t stride,
             int64_t count, int64_t head_dim, float* const* out, bool prefetch) const {
@@ -284,14 +319,13 @@ struct AttentionKernels {
     if (avx512) {
       return detail::attention_dots_avx512(format, q, n, k, stride, count, head_dim, out, prefetch);
     }
-#else
-    (void)prefetch;
 #endif
-    const bool f32 = format == KvFormat::F32;
-    const float* rows =
-        f32 ? reinterpret_cast<const float*>(k) : converted(format, k, stride, count, head_dim);
-    const int64_t row_stride = f32 ? static_cast<int64_t>(stride / 4) : head_dim;
-    for (int c = 0; c < n; ++c) dots(q[c], rows, row_stride, count, head_dim, out[c]);
+    (void)prefetch;
+    if (format != KvFormat::F32) fail("attention: f32 rows expected below AVX-512");
+    const auto* rows = reinterpret_cast<const float*>(k);
+    for (int c = 0; c < n; ++c) {
+      dots(q[c], rows, static_cast<int64_t>(stride / 4), count, head_dim, out[c]);
+    }
   }
   void weighted_sum(const float* const* e, int n, KvFormat format, const uint8_t* v, size_t stride,
                     int64_t count, float* const* acc, int64_t head_dim, bool prefetch) const {
@@ -300,30 +334,14 @@ struct AttentionKernels {
       return detail::attention_weighted_sum_avx512(format, e, n, v, stride, count, acc, head_dim,
                                                    prefetch);
     }
-#else
-    (void)prefetch;
 #endif
-    const bool f32 = format == KvFormat::F32;
-    const float* rows =
-        f32 ? reinterpret_cast<const float*>(v) : converted(format, v, stride, count, head_dim);
-    const int64_t row_stride = f32 ? static_cast<int64_t>(stride / 4) : head_dim;
+    (void)prefetch;
+    if (format != KvFormat::F32) fail("attention: f32 rows expected below AVX-512");
+    const auto* rows = reinterpret_cast<const float*>(v);
     for (int c = 0; c < n; c += 2) {
-      weighted_sum(e[c], c + 1 < n ? e[c + 1] : nullptr, rows, row_stride, count, acc[c],
-                   c + 1 < n ? acc[c + 1] : nullptr, head_dim);
+      weighted_sum(e[c], c + 1 < n ? e[c + 1] : nullptr, rows, static_cast<int64_t>(stride / 4),
+                   count, acc[c], c + 1 < n ? acc[c + 1] : nullptr, head_dim);
     }
-  }
-
-  // count rows of head_dim values as f32, [count][head_dim], in a per-thread buffer (an attention
-  // block: a few KB)
-  static const float* converted(KvFormat format, const uint8_t* src, size_t stride, int64_t count,
-                                int64_t head_dim) {
-    thread_local std::vector<float> buffer;
-    buffer.resize(static_cast<size_t>(count * head_dim));
-    for (int64_t j = 0; j < count; ++j) {
-      kv_to_f32(format, src + static_cast<size_t>(j) * stride, buffer.data() + j * head_dim,
-                head_dim);
-    }
-    return buffer.data();
   }
 };
 
@@ -373,8 +391,12 @@ void AttentionAccumulator::add(const float* q, int64_t q_pos0, const KvRows& k, 
   // 4 query rows (or accumulators) of a kernel call it stays in L1 (32 KB or more) while every
   // job of the unit goes over it. (16 KB of f32 rows, the earlier size, left the kernels
   // reloading accumulators every 8 keys at head_dim 512: 20 % slower.)
-  const int64_t block = std::max<int64_t>(
-      8, 32768 / static_cast<int64_t>(kv_format_bytes(k.format, head_dim)) / 8 * 8);
+  // The other levels convert a block to f32 first: 16 KB of f32 rows.
+  const int64_t block =
+      kern.avx512
+          ? std::max<int64_t>(
+                8, 32768 / static_cast<int64_t>(kv_format_bytes(k.format, head_dim)) / 8 * 8)
+          : std::max<int64_t>(8, 16384 / (head_dim * 4) / 8 * 8);
 
   // Units: KV head x a run of tokens x a run of the KV head's query heads; at most ~64 jobs
   // (their scores stay small), and with threads enough units to share.
@@ -455,22 +477,47 @@ void AttentionAccumulator::add(const float* q, int64_t q_pos0, const KvRows& k, 
         i += n;
       }
     };
+    // The rows [b, e) of this KV head as the kernels read them: in place (the AVX-512 kernels
+    // convert in registers; f32 needs nothing), or, for the other levels, converted to f32 once
+    // per block for every job of the unit. Row j is view.rows.row(j - view.first) + view.head.
+    struct BlockView {
+      KvRows rows;
+      size_t head;
+      int64_t first;
+    };
+    thread_local std::vector<float> block_buffer;
+    auto view_block = [&](const KvRows& src, size_t head, int64_t b, int64_t e) {
+      if (kern.avx512 || src.format == KvFormat::F32) return BlockView{src, head, 0};
+      block_buffer.resize(static_cast<size_t>((e - b) * head_dim));
+      for_each_run(src, b, e, [&](int64_t s0, int64_t s1) {
+        for (int64_t j = s0; j < s1; ++j) {
+          kv_to_f32(src.format, src.row(j) + head, block_buffer.data() + (j - b) * head_dim,
+                    head_dim);
+        }
+      });
+      KvRows f32;
+      f32.row_bytes = static_cast<size_t>(head_dim) * sizeof(float);
+      f32.rows[0] = reinterpret_cast<const uint8_t*>(block_buffer.data());
+      return BlockView{f32, 0, b};
+    };
     // 1. dot products, a block of keys at a time for every job
     for (int64_t b = lo; b < hi; b += block) {
-      group(b, std::min(hi, b + block),
-            [&](size_t i, int n, int64_t r0, int64_t r1, bool prefetch) {
-              const float* qs[kGroup];
-              for (int c = 0; c < n; ++c) {
-                const int64_t id = unit_jobs[i + c].id;
-                qs[c] = q + id / n_head * q_stride + id % n_head * head_dim;
-              }
-              for_each_run(k, r0, r1, [&](int64_t s0, int64_t s1) {
-                float* out[kGroup];
-                for (int c = 0; c < n; ++c) out[c] = unit_jobs[i + c].s + s0;
-                kern.dots(qs, n, k.format, k.row(s0) + k_head, k.row_bytes, s1 - s0, head_dim, out,
-                          prefetch);
-              });
-            });
+      const int64_t e = std::min(hi, b + block);
+      const BlockView view = view_block(k, k_head, b, e);
+      group(b, e, [&](size_t i, int n, int64_t r0, int64_t r1, bool prefetch) {
+        const float* qs[kGroup];
+        for (int c = 0; c < n; ++c) {
+          const int64_t id = unit_jobs[i + c].id;
+          qs[c] = q + id / n_head * q_stride + id % n_head * head_dim;
+        }
+        const KvRows& rows = view.rows;
+        for_each_run(rows, r0 - view.first, r1 - view.first, [&](int64_t s0, int64_t s1) {
+          float* out[kGroup];
+          for (int c = 0; c < n; ++c) out[c] = unit_jobs[i + c].s + view.first + s0;
+          kern.dots(qs, n, rows.format, rows.row(s0) + view.head, rows.row_bytes, s1 - s0, head_dim,
+                    out, prefetch);
+        });
+      });
     }
     // 2. per job: scale, maximum, rescale of earlier chunks, softmax weights
     for (const Job& job : unit_jobs) {
@@ -494,17 +541,19 @@ void AttentionAccumulator::add(const float* q, int64_t q_pos0, const KvRows& k, 
     }
     // 3. weighted sums of the values, a block of keys at a time
     for (int64_t b = lo; b < hi; b += block) {
-      group(b, std::min(hi, b + block),
-            [&](size_t i, int n, int64_t r0, int64_t r1, bool prefetch) {
-              float* acc[kGroup];
-              for (int c = 0; c < n; ++c) acc[c] = acc_.data() + unit_jobs[i + c].id * head_dim;
-              for_each_run(v, r0, r1, [&](int64_t s0, int64_t s1) {
-                const float* e[kGroup];
-                for (int c = 0; c < n; ++c) e[c] = unit_jobs[i + c].s + s0;
-                kern.weighted_sum(e, n, v.format, v.row(s0) + v_head, v.row_bytes, s1 - s0, acc,
-                                  head_dim, prefetch);
-              });
-            });
+      const int64_t e = std::min(hi, b + block);
+      const BlockView view = view_block(v, v_head, b, e);
+      group(b, e, [&](size_t i, int n, int64_t r0, int64_t r1, bool prefetch) {
+        float* acc[kGroup];
+        for (int c = 0; c < n; ++c) acc[c] = acc_.data() + unit_jobs[i + c].id * head_dim;
+        const KvRows& rows = view.rows;
+        for_each_run(rows, r0 - view.first, r1 - view.first, [&](int64_t s0, int64_t s1) {
+          const float* w[kGroup];
+          for (int c = 0; c < n; ++c) w[c] = unit_jobs[i + c].s + view.first + s0;
+          kern.weighted_sum(w, n, rows.format, rows.row(s0) + view.head, rows.row_bytes, s1 - s0,
+                            acc, head_dim, prefetch);
+        });
+      });
     }
   };
   if (parallel && n_units > 1) {
