@@ -1249,6 +1249,12 @@ void q45k_packed_compute(const GemmTile& t, const uint8_t* group, int64_t r0, in
   }
   for (int64_t i = 0; i < nsb; ++i) {
     const uint8_t* sb = group + static_cast<size_t>(i) * kWords * 64;
+    // Super-block i + 2 of the stream into L1 (past the group's end it is the next group's;
+    // past the matrix a prefetch does nothing). The hardware prefetchers alone kept this loop,
+    // which computes at ~70 GB/s from the caches, at 72-80 % of a one-thread streaming read on
+    // Zen 5; 1, 1.5 and 3 super-blocks ahead were within a few % of 2.
+    for (size_t o = 0; o < kWords * 64; o += 64)
+      __asm__ volatile("prefetcht0 %0" : : "m"(sb[2 * kWords * 64 + o]));
     auto word = [&](size_t w) { return _mm512_load_si512(sb + 64 * w); };
     __m512i head[4];
     for (int w = 0; w < 4; ++w) head[w] = word(static_cast<size_t>(w));
