@@ -3,11 +3,12 @@
 //
 //   bench_matmul [threads=physical cores] [--quick] [--types q4_0,q4_K,...] [--simd
 //   scalar|avx2|avx512] [--batch1] [--batches 1,2,4,8,16] [--cpu-time]
-//   [--shape 10240->2560] [--no-pack] [--hot]   (--batch1: decode's batch 1 only; --batches: the batch
-//   sizes to time, default 1,8,128; --cpu-time: time by the thread's CPU time, 1 thread only;
-//   --no-pack: the raw rows, without the copies LanePacks makes at load; --hot: one weight copy,
-//   read again by every call, so a matrix that fits the caches is timed from them: the kernel's
-//   compute limit, to set against its figure from memory)
+//   [--shape 10240->2560] [--no-pack] [--hot]
+// --batch1: decode's batch 1 only; --batches: the batch sizes to time, default 1,8,128;
+// --cpu-time: time by the thread's CPU time, 1 thread only; --no-pack: the raw rows, without the
+// copies LanePacks makes at load; --hot: one weight copy, read again by every call, so a matrix
+// that fits the caches is timed from them: the kernel's compute limit, to set against its
+// figure from memory.
 //
 // Batch 1 is reported as GB/s of weight bytes read (decode is bandwidth bound) and as a
 // percentage of a plain streaming read of the same weight buffers, timed the same way (best of
@@ -138,7 +139,7 @@ int main(int argc, char** argv) {
   bool batch1_only = false;
   bool no_pack = false;  // --no-pack: the raw rows only, as before LanePacks packed Q4_0
   std::vector<int64_t> batches = {1, 8, 128};
-  bool hot = false;         // --hot: one weight copy (from the caches where it fits)
+  bool hot = false;        // --hot: one weight copy (from the caches where it fits)
   std::string only_shape;  // --shape 10240->2560: time this shape only
   std::vector<GgmlType> types = {GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q8_0};
   for (int i = 1; i < argc; ++i) {
@@ -241,8 +242,7 @@ int main(int argc, char** argv) {
       const size_t rb = static_cast<size_t>(s.cols / test::matmul_block_elems(type)) *
                         test::matmul_block_bytes(type);
       const size_t matrix_bytes = rb * static_cast<size_t>(s.rows);
-      const size_t copies =
-          hot ? 1 : std::max<size_t>(1, (size_t{256} << 20) / matrix_bytes + 1);
+      const size_t copies = hot ? 1 : std::max<size_t>(1, (size_t{256} << 20) / matrix_bytes + 1);
       std::vector<std::vector<uint8_t>> weights;
       for (size_t c = 0; c < copies; ++c)
         weights.push_back(test::random_weights(type, s.rows, s.cols, static_cast<uint32_t>(c + 1)));
