@@ -268,15 +268,8 @@ void row_float(int64_t n, const uint8_t* w, const uint8_t* const* ar, float* out
 
 // ---- legacy 32-element blocks against Q8_0 / Q8_1 -------------------------------------------
 
-// Signed codes (Q4_0, Q5_0, Q8_0, IQ4_NL, MXFP4): the block gives 32 signed bytes and a float
-// weight scale; each block adds dot * (dx * dy).
-struct Q4_0Decode {
-  using Block = BlockQ4_0;
-  static __m256i codes(const Block& x) {
-    return _mm256_sub_epi8(nibbles_to_bytes(x.qs), _mm256_set1_epi8(8));
-  }
-  static float scale(const Block& x) { return h2f(x.d); }
-};
+// Signed codes (Q5_0, Q8_0, IQ4_NL, MXFP4; Q4_0 has gemm_q4_0_pairs below): the block gives 32
+// signed bytes and a float weight scale; each block adds dot * (dx * dy).
 struct Q5_0Decode {
   using Block = BlockQ5_0;
   static __m256i codes(const Block& x) {
@@ -329,6 +322,123 @@ void row_signed32(int64_t n, const uint8_t* wr, const uint8_t* const* ar, float*
     }
   }
   for (int b = 0; b < kNb; ++b) out[b] = hsum(acc[b]);
+}
+
+// Q4_0 two blocks at a time. row_signed32 spends ~22 instructions on each 18-byte block (a
+// 128-bit unpack, the sign trick, two scalar fp16 conversions and a broadcast per block), so at
+// batch 1 it computed 11-13 GB/s from the caches on Zen 5, a third of one core's streaming
+// read. Here one 256-bit vector holds the qs of blocks A = 2p and B = 2p + 1 (low nibbles: both
+// blocks' elements 0-15; high nibbles: 16-31), and each activation row is rearranged once per
+// call to match, with its scales as a vector and the code offset (-8 * sum of its codes) as the
+// start value of each block's integer sum.
+struct Q4_0PairAct {
+  int8_t lo[32];   // A's codes 0-15 | B's codes 0-15
+  int8_t hi[32];   // A's codes 16-31 | B's codes 16-31
+  float dy[8];     // A's scale x4 | B's scale x4
+  int32_t off[8];  // -8 * sum(A's codes), 0, 0, 0 | -8 * sum(B's codes), 0, 0, 0
+};
+
+// One activation row (nblk Q8_0 blocks) into (nblk + 1) / 2 pairs; a missing last B is zeros.
+inline void prepare_q4_0_pairs(const ActQ8_0* y, int64_t nblk, Q4_0PairAct* out) {
+  for (int64_t p = 0; p < (nblk + 1) / 2; ++p) {
+    Q4_0PairAct& o = out[p];
+    for (int h = 0; h < 2; ++h) {
+      const int64_t ib = 2 * p + h;
+      int32_t sum = 0;
+      float dy = 0.0f;
+      for (int e = 0; e < 16; ++e) {
+        const int8_t l = ib < nblk ? y[ib].qs[e] : int8_t{0};
+        const int8_t u = ib < nblk ? y[ib].qs[16 + e] : int8_t{0};
+        o.lo[16 * h + e] = l;
+        o.hi[16 * h + e] = u;
+        sum += l + u;
+      }
+      if (ib < nblk) dy = h2f(y[ib].d);
+      for (int k = 0; k < 4; ++k) {
+        o.dy[4 * h + k] = dy;
+        o.off[4 * h + k] = k == 0 ? -8 * sum : 0;
+      }
+    }
+  }
+}
+
+// acc[b] += per pair: float(codes . y + off) * (dx * dy), 8 lanes, block A in lanes 0-3 and B in
+// 4-7. |maddubs lane| <= 2 * 15 * 127, so the low + high int16 sum cannot overflow (the
+// activation quantizer never gives -128). The same operations for every kNb.
+template <int kNb>
+void row_q4_0_pairs(int64_t n, const uint8_t* wr, const Q4_0PairAct* const* y, float* out) {
+  const auto* x = reinterpret_cast<const BlockQ4_0*>(wr);
+  const int64_t nblk = n / 32;
+  const __m256i low4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+  const __m256i spread = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
+  __m256 acc[kNb];
+  for (int b = 0; b < kNb; ++b) acc[b] = _mm256_setzero_ps();
+  auto pair = [&](int64_t p, __m128i qb, uint16_t db) __attribute__((always_inline)) {
+    const BlockQ4_0& a = x[2 * p];
+    const __m256i v = _mm256_inserti128_si256(
+        _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a.qs))), qb, 1);
+    const __m256i lo = _mm256_and_si256(v, low4);
+    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+    const __m128i dpair = _mm_cvtsi32_si128(static_cast<int>(a.d | (uint32_t{db} << 16)));
+    const __m256 dx = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_cvtph_ps(dpair)), spread);
+    for (int b = 0; b < kNb; ++b) {
+      const Q4_0PairAct& ya = y[b][p];
+      const __m256i prod = _mm256_add_epi16(_mm256_maddubs_epi16(lo, load256(ya.lo)),
+                                            _mm256_maddubs_epi16(hi, load256(ya.hi)));
+      const __m256i sum = _mm256_add_epi32(_mm256_madd_epi16(prod, ones), load256(ya.off));
+      acc[b] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(dx, _mm256_loadu_ps(ya.dy)),
+                               acc[b]);
+    }
+  };
+  int64_t p = 0;
+  for (; 2 * p + 1 < nblk; ++p) {
+    const BlockQ4_0& bb = x[2 * p + 1];
+    pair(p, _mm_loadu_si128(reinterpret_cast<const __m128i*>(bb.qs)), bb.d);
+  }
+  if (2 * p < nblk) pair(p, _mm_setzero_si128(), 0);
+  for (int b = 0; b < kNb; ++b) out[b] = hsum(acc[b]);
+}
+
+// The activation rows prepared once per call, then gemm_tiled's walk: chunks of weight rows (in
+// L2) against groups of up to 4 activation rows.
+inline void gemm_q4_0_pairs(const GemmTile& t) {
+  const int64_t nblk = t.cols / 32, npair = (nblk + 1) / 2;
+  thread_local std::vector<Q4_0PairAct> act;
+  act.resize(static_cast<size_t>(npair * t.n_act));
+  for (int64_t b = 0; b < t.n_act; ++b) {
+    prepare_q4_0_pairs(reinterpret_cast<const ActQ8_0*>(t.a + b * t.a_stride), nblk,
+                       act.data() + b * npair);
+  }
+  constexpr size_t kChunkBytes = 96 * 1024;
+  const int64_t chunk =
+      std::max<int64_t>(1, static_cast<int64_t>(kChunkBytes / std::max<size_t>(1, t.w_stride)));
+  for (int64_t r0 = 0; r0 < t.n_rows; r0 += chunk) {
+    const int64_t r1 = std::min(t.n_rows, r0 + chunk);
+    for (int64_t b0 = 0; b0 < t.n_act; b0 += 4) {
+      const int nb = static_cast<int>(std::min<int64_t>(4, t.n_act - b0));
+      const Q4_0PairAct* y[4];
+      for (int b = 0; b < nb; ++b) y[b] = act.data() + (b0 + b) * npair;
+      for (int64_t r = r0; r < r1; ++r) {
+        float out[4] = {};
+        const uint8_t* w = t.w + r * t.w_stride;
+        switch (nb) {
+          case 4:
+            row_q4_0_pairs<4>(t.cols, w, y, out);
+            break;
+          case 3:
+            row_q4_0_pairs<3>(t.cols, w, y, out);
+            break;
+          case 2:
+            row_q4_0_pairs<2>(t.cols, w, y, out);
+            break;
+          default:
+            row_q4_0_pairs<1>(t.cols, w, y, out);
+            break;
+        }
+        for (int b = 0; b < nb; ++b) t.y[(b0 + b) * t.y_stride + r] = out[b];
+      }
+    }
+  }
 }
 
 // Unsigned codes with a min (Q4_1, Q5_1) against Q8_1: dot * (dx * dy) + m * s.
@@ -715,7 +825,7 @@ GemmFn x86_gemm(GgmlType type) {
       return BOLTRT_GEMM(row_float, BF16Load, );
 #endif
     case GgmlType::Q4_0:
-      return BOLTRT_GEMM(row_signed32, Q4_0Decode, );
+      return &gemm_q4_0_pairs;
     case GgmlType::Q5_0:
       return BOLTRT_GEMM(row_signed32, Q5_0Decode, );
     case GgmlType::Q8_0:
