@@ -363,11 +363,13 @@ inline void prepare_q4_0_pairs(const ActQ8_0* y, int64_t nblk, Q4_0PairAct* out)
 }
 
 // acc[b] += per pair: float(codes . y + off) * (dx * dy), 8 lanes, block A in lanes 0-3 and B in
-// 4-7. |maddubs lane| <= 2 * 15 * 127, so the low + high int16 sum cannot overflow (the
-// activation quantizer never gives -128). The same operations for every kNb.
+// 4-7. |maddubs lane| <= 2 * 15 * 128, so the low + high int16 sum cannot overflow. The same
+// operations for every kNb. ar[b]: activation row b's Q4_0PairAct array.
 template <int kNb>
-void row_q4_0_pairs(int64_t n, const uint8_t* wr, const Q4_0PairAct* const* y, float* out) {
+void row_q4_0_pairs(int64_t n, const uint8_t* wr, const uint8_t* const* ar, float* out) {
   const auto* x = reinterpret_cast<const BlockQ4_0*>(wr);
+  const Q4_0PairAct* y[kNb];
+  for (int b = 0; b < kNb; ++b) y[b] = reinterpret_cast<const Q4_0PairAct*>(ar[b]);
   const int64_t nblk = n / 32;
   const __m256i low4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
   const __m256i spread = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
@@ -397,48 +399,6 @@ void row_q4_0_pairs(int64_t n, const uint8_t* wr, const Q4_0PairAct* const* y, f
   }
   if (2 * p < nblk) pair(p, _mm_setzero_si128(), 0);
   for (int b = 0; b < kNb; ++b) out[b] = hsum(acc[b]);
-}
-
-// The activation rows prepared once per call, then gemm_tiled's walk: chunks of weight rows (in
-// L2) against groups of up to 4 activation rows.
-inline void gemm_q4_0_pairs(const GemmTile& t) {
-  const int64_t nblk = t.cols / 32, npair = (nblk + 1) / 2;
-  thread_local std::vector<Q4_0PairAct> act;
-  act.resize(static_cast<size_t>(npair * t.n_act));
-  for (int64_t b = 0; b < t.n_act; ++b) {
-    prepare_q4_0_pairs(reinterpret_cast<const ActQ8_0*>(t.a + b * t.a_stride), nblk,
-                       act.data() + b * npair);
-  }
-  constexpr size_t kChunkBytes = 96 * 1024;
-  const int64_t chunk =
-      std::max<int64_t>(1, static_cast<int64_t>(kChunkBytes / std::max<size_t>(1, t.w_stride)));
-  for (int64_t r0 = 0; r0 < t.n_rows; r0 += chunk) {
-    const int64_t r1 = std::min(t.n_rows, r0 + chunk);
-    for (int64_t b0 = 0; b0 < t.n_act; b0 += 4) {
-      const int nb = static_cast<int>(std::min<int64_t>(4, t.n_act - b0));
-      const Q4_0PairAct* y[4];
-      for (int b = 0; b < nb; ++b) y[b] = act.data() + (b0 + b) * npair;
-      for (int64_t r = r0; r < r1; ++r) {
-        float out[4] = {};
-        const uint8_t* w = t.w + r * t.w_stride;
-        switch (nb) {
-          case 4:
-            row_q4_0_pairs<4>(t.cols, w, y, out);
-            break;
-          case 3:
-            row_q4_0_pairs<3>(t.cols, w, y, out);
-            break;
-          case 2:
-            row_q4_0_pairs<2>(t.cols, w, y, out);
-            break;
-          default:
-            row_q4_0_pairs<1>(t.cols, w, y, out);
-            break;
-        }
-        for (int b = 0; b < nb; ++b) t.y[(b0 + b) * t.y_stride + r] = out[b];
-      }
-    }
-  }
 }
 
 // Unsigned codes with a min (Q4_1, Q5_1) against Q8_1: dot * (dx * dy) + m * s.
@@ -801,6 +761,22 @@ void gemm_tiled(const GemmTile& t) {
       }
     }
   }
+}
+
+// Q4_0: the activation rows rearranged once per call (prepare_q4_0_pairs), then gemm_tiled over
+// them.
+inline void gemm_q4_0_pairs(const GemmTile& t) {
+  const int64_t nblk = t.cols / 32, npair = (nblk + 1) / 2;
+  thread_local std::vector<Q4_0PairAct> act;
+  act.resize(static_cast<size_t>(npair * t.n_act));
+  for (int64_t b = 0; b < t.n_act; ++b) {
+    prepare_q4_0_pairs(reinterpret_cast<const ActQ8_0*>(t.a + b * t.a_stride), nblk,
+                       act.data() + b * npair);
+  }
+  GemmTile pairs = t;
+  pairs.a = reinterpret_cast<const uint8_t*>(act.data());
+  pairs.a_stride = static_cast<size_t>(npair) * sizeof(Q4_0PairAct);
+  gemm_tiled<&row_q4_0_pairs<1>, &row_q4_0_pairs<2>, &row_q4_0_pairs<3>, &row_q4_0_pairs<4>>(pairs);
 }
 
 #define BOLTRT_GEMM(tmpl, ...)                                                  \
