@@ -203,12 +203,14 @@ struct Case {
   int threads;
 };
 
-// rows {1, 7, 33, 255} x cols {32, 256, 704, 2560, 10240} (multiples of the block only), cycling
-// through batches {1, 3, 8, 17} and thread counts {1, 3}; 255 x 10240 runs at batch 1 only.
+// rows {1, 7, 33, 255} x cols {32, 256, 704, 2560, 10240, 96} (multiples of the block only),
+// cycling through batches {1, 3, 8, 17} and thread counts {1, 3}; 255 x 10240 runs at batch 1
+// only. 96 (last, so the other cases keep their batch and threads): an odd number of 32-element
+// blocks after a pair, the AVX2 Q4_0 kernel's tail.
 std::vector<Case> cases_for(GgmlType t) {
   std::vector<Case> cases;
   int k = 0;
-  for (int64_t cols : {32, 256, 704, 2560, 10240}) {
+  for (int64_t cols : {32, 256, 704, 2560, 10240, 96}) {
     if (cols % matmul_block_elems(t) != 0) continue;
     for (int64_t rows : {1, 7, 33, 255}) {
       int64_t batch = std::vector<int64_t>{1, 3, 8, 17}[static_cast<size_t>(k % 4)];
